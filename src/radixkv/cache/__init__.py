@@ -1,0 +1,16 @@
+"""The controller: PrefixCache, its configuration, leases and results."""
+
+from .config import CacheConfig
+from .lease import Lease, LeaseState
+from .prefix_cache import PrefixCache
+from .results import CacheStats, ComponentStats, MatchResult
+
+__all__ = [
+    "CacheConfig",
+    "CacheStats",
+    "ComponentStats",
+    "Lease",
+    "LeaseState",
+    "MatchResult",
+    "PrefixCache",
+]

@@ -1,0 +1,40 @@
+"""FULL attention: one KV slot per token, every token of a prefix must be on device."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..core.node import Node
+from .base import Component
+
+
+class FullComponent(Component):
+    """Full-attention KV.
+
+    - usable: a prefix of length L needs a device value on every token in [0, L);
+    - lock: pins the whole path to the root;
+    - candidate: an unlocked device leaf — it holds a value and no child holds one;
+    - evicting the value removes the node, unless a lower tier still holds it.
+    """
+
+    kind = "full"
+    publishes_events = True
+
+    def usable_length(self, path: Sequence[Node], length: int) -> int:
+        index = self.index
+        for node in path:
+            if node.values[index] is None:
+                return min(node.start, length)
+        return length
+
+    def lock_boundary(self, node: Node) -> int:
+        return 0
+
+    def is_candidate(self, node: Node) -> bool:
+        index = self.index
+        if node.values[index] is None or node.locks[index] or node.parent is None:
+            return False
+        return all(child.values[index] is None for child in node.children.values())
+
+    def removes_node(self, node: Node) -> bool:
+        return not node.children

@@ -1,0 +1,39 @@
+"""Configuration of the tree core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from .policy import POLICIES
+
+
+@dataclass(frozen=True)
+class TreeConfig:
+    """How the tree keys and orders its entries.
+
+    ``page_size``: key elements per page (the unit of matching, splitting and hashing).
+    ``bigram``: key elements are overlapping token pairs (EAGLE). ``policy``: eviction policy
+    name. ``events``: queue KV events. ``default_ttl``: tlru time-to-live in ticks for
+    requests that give none. ``medium``: the medium named in device events.
+    """
+
+    page_size: int = 1
+    bigram: bool = False
+    policy: str = "lru"
+    events: bool = False
+    default_ttl: int = 1024
+    medium: str = "GPU"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.page_size, bool) or not isinstance(self.page_size, int):
+            raise ConfigError(f"page_size must be an int, got {self.page_size!r}")
+        if self.page_size < 1:
+            raise ConfigError(f"page_size must be >= 1, got {self.page_size}")
+        if self.policy not in POLICIES:
+            raise ConfigError(
+                f"unknown eviction policy {self.policy!r}; "
+                f"valid policies: {', '.join(sorted(POLICIES))}"
+            )
+        if self.default_ttl < 0:
+            raise ConfigError(f"default_ttl must be >= 0, got {self.default_ttl}")

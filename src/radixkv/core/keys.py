@@ -1,0 +1,98 @@
+"""Token validation and key packing.
+
+A key is ``bytes``: each key element packed little-endian, 4 bytes per token, or 8 bytes per
+bigram (two overlapping tokens) when bigram keys are on. Packing makes comparing an edge one
+C-level ``bytes ==`` and lets the tree slice keys without per-token Python work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidNamespaceError, InvalidTokensError
+
+TOKEN_LIMIT = 1 << 32
+
+Namespace = tuple[object, object]
+"""``(extra_key, cache_salt)``; each part is ``None``, a ``str`` or an ``int``."""
+
+DEFAULT_NAMESPACE: Namespace = (None, None)
+
+_EMPTY_TOKENS = np.zeros(0, dtype=np.uint32)
+
+
+def validate_tokens(tokens: Any) -> np.ndarray:
+    """Return ``tokens`` as a 1-D ``uint32`` array; pure, cost O(n) in C.
+
+    Accepts a sequence of Python ints, a 1-D numpy integer array or a torch tensor.
+    Raises :class:`InvalidTokensError` for non-integers, bools, values < 0 or >= 2**32, or a
+    shape other than 1-D.
+    """
+    if type(tokens).__module__.startswith("torch"):
+        tokens = tokens.detach().cpu().numpy()
+    if isinstance(tokens, np.ndarray):
+        arr = tokens
+    else:
+        if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__len__"):
+            raise InvalidTokensError(f"tokens must be a sequence of ints, got {type(tokens).__name__}")
+        if len(tokens) == 0:
+            return _EMPTY_TOKENS
+        try:
+            arr = np.asarray(tokens)
+        except (OverflowError, ValueError) as exc:
+            raise InvalidTokensError(f"tokens are not a flat sequence of ints: {exc}") from None
+    return _checked(arr)
+
+
+def _checked(arr: np.ndarray) -> np.ndarray:
+    if arr.ndim != 1:
+        raise InvalidTokensError(f"tokens must be 1-D, got shape {arr.shape}")
+    if arr.size == 0:
+        return _EMPTY_TOKENS
+    if arr.dtype.kind not in "iu":
+        raise InvalidTokensError(f"tokens must be integers, got dtype {arr.dtype}")
+    if arr.dtype == np.uint32:
+        return arr
+    low, high = int(arr.min()), int(arr.max())
+    if low < 0 or high >= TOKEN_LIMIT:
+        bad = low if low < 0 else high
+        raise InvalidTokensError(f"token {bad} is outside [0, 2**32)")
+    return arr.astype(np.uint32)
+
+
+def pack_tokens(tokens: np.ndarray, bigram: bool) -> bytes:
+    """Pack validated tokens into a key: 4 bytes a token, or 8 bytes a bigram (n-1 of them)."""
+    little = tokens.astype("<u4", copy=False)
+    if not bigram:
+        return little.tobytes()
+    if little.size < 2:
+        return b""
+    return np.stack((little[:-1], little[1:]), axis=1).tobytes()
+
+
+def unpack_tokens(key: bytes, bigram: bool) -> list[int]:
+    """Token ids of a key (the first token of each bigram); for events and debugging."""
+    flat = np.frombuffer(key, dtype="<u4")
+    return (flat[::2] if bigram else flat).tolist()
+
+
+def validate_namespace(namespace: object) -> Namespace:
+    """Normalize a namespace: ``None`` is the default namespace ``(None, None)``.
+
+    Raises :class:`InvalidNamespaceError` unless it is ``None`` or a 2-tuple whose parts are
+    ``None``, ``str`` or ``int`` (not bool).
+    """
+    if namespace is None:
+        return DEFAULT_NAMESPACE
+    if not isinstance(namespace, tuple) or len(namespace) != 2:
+        raise InvalidNamespaceError(
+            f"namespace must be None or an (extra_key, cache_salt) pair, got {namespace!r}"
+        )
+    for part in namespace:
+        if part is not None and (isinstance(part, bool) or not isinstance(part, (str, int))):
+            raise InvalidNamespaceError(
+                f"namespace parts must be None, str or int, got {type(part).__name__}"
+            )
+    return namespace

@@ -1,0 +1,73 @@
+"""The tree node: plain attributes behind ``__slots__`` for C-speed attribute access."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class Node:
+    """One radix-tree edge and the node it ends in.
+
+    ``key`` holds this edge's packed key elements (a whole number of pages); ``start`` is the
+    key position (in elements) where the edge begins, so the edge covers
+    ``[start, start + length)``. ``values[c]`` and ``locks[c]`` belong to component ``c`` (the
+    component at index ``c`` of the tree's component list); a ``None`` value means that
+    component holds nothing here (evicted, tombstoned, or never had). ``hashes`` caches the
+    chained page digests once computed. Recency fields are logical ticks, not wall time.
+    """
+
+    __slots__ = (
+        "children",
+        "created",
+        "expiry",
+        "hashes",
+        "hits",
+        "id",
+        "key",
+        "last_access",
+        "length",
+        "locks",
+        "namespace",
+        "parent",
+        "priority",
+        "start",
+        "ttl",
+        "values",
+    )
+
+    def __init__(
+        self,
+        node_id: int,
+        parent: Node | None,
+        key: bytes,
+        start: int,
+        length: int,
+        num_components: int,
+        namespace: Any,
+    ) -> None:
+        self.id = node_id
+        self.parent = parent
+        self.children: dict[bytes, Node] = {}
+        self.key = key
+        self.start = start
+        self.length = length
+        self.values: list[np.ndarray | None] = [None] * num_components
+        self.locks: list[int] = [0] * num_components
+        self.last_access = 0
+        self.created = 0
+        self.hits = 0
+        self.priority = 0
+        self.expiry = 0
+        self.ttl = 0
+        self.hashes: list[bytes] | None = None
+        self.namespace = namespace
+
+    @property
+    def end(self) -> int:
+        """Key position just after this edge."""
+        return self.start + self.length
+
+    def __repr__(self) -> str:
+        return f"Node(id={self.id}, start={self.start}, length={self.length}, locks={self.locks})"

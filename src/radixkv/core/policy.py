@@ -1,0 +1,193 @@
+"""Eviction policies and the candidate queue each component keeps.
+
+A policy is a sort key over a node's bookkeeping: the candidate with the smallest key is
+evicted first. Every key ends with the node id, so keys are unique and the order is total.
+Recency is measured in logical ticks: the tree advances its clock once per operation that
+accesses nodes (match, insert), so orders are deterministic. Definitions used by every policy:
+
+- an *access* of a node: a match whose usable prefix covers (part of) the node, or an insert
+  whose key runs through it; it sets ``last_access`` to the current tick;
+- a *hit*: a match whose usable prefix covers (part of) the node; it adds 1 to ``hits``
+  (inserts are accesses but not hits);
+- ``created``: the tick of the insert that created the node (a split half keeps its origin's);
+- ``priority``: the highest priority of any request that inserted through the node;
+- ``expiry``: ``last_access + ttl`` where ``ttl`` is set by the request that created the node.
+"""
+
+from __future__ import annotations
+
+import heapq
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from ..errors import ConfigError
+from .node import Node
+
+SortKey = tuple[int, ...]
+
+
+class EvictionPolicy(ABC):
+    """Orders eviction candidates; pure, O(1) per key."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def key(self, node: Node) -> SortKey:
+        """Sort key of ``node``: smaller is evicted first; the last element is ``node.id``."""
+
+
+class LRU(EvictionPolicy):
+    """Least recently used first: key ``(last_access, id)``; ties go to the older node."""
+
+    name = "lru"
+
+    def key(self, node: Node) -> SortKey:
+        return (node.last_access, node.id)
+
+
+class MRU(EvictionPolicy):
+    """Most recently used first: key ``(-last_access, -id, id)``; ties go to the newer node."""
+
+    name = "mru"
+
+    def key(self, node: Node) -> SortKey:
+        return (-node.last_access, -node.id, node.id)
+
+
+class FIFO(EvictionPolicy):
+    """First inserted first: key ``(created, id)``; accesses and hits do not matter."""
+
+    name = "fifo"
+
+    def key(self, node: Node) -> SortKey:
+        return (node.created, node.id)
+
+
+class FILO(EvictionPolicy):
+    """Last inserted first: key ``(-created, -id, id)``; accesses and hits do not matter."""
+
+    name = "filo"
+
+    def key(self, node: Node) -> SortKey:
+        return (-node.created, -node.id, node.id)
+
+
+class LFU(EvictionPolicy):
+    """Fewest hits first, ties least recently used: key ``(hits, last_access, id)``."""
+
+    name = "lfu"
+
+    def key(self, node: Node) -> SortKey:
+        return (node.hits, node.last_access, node.id)
+
+
+class Priority(EvictionPolicy):
+    """Lowest request priority first, ties least recently used: ``(priority, last_access, id)``."""
+
+    name = "priority"
+
+    def key(self, node: Node) -> SortKey:
+        return (node.priority, node.last_access, node.id)
+
+
+class SLRU(EvictionPolicy):
+    """Segmented LRU: probationary nodes (fewer than 2 hits) go before protected ones (2 or
+    more), each segment least recently used first: key ``(hits >= 2, last_access, id)``."""
+
+    name = "slru"
+    protect_after_hits: ClassVar[int] = 2
+
+    def key(self, node: Node) -> SortKey:
+        return (int(node.hits >= self.protect_after_hits), node.last_access, node.id)
+
+
+class TLRU(EvictionPolicy):
+    """Time-aware LRU: earliest expiry first, key ``(expiry, id)`` with ``expiry =
+    last_access + ttl``; a request given a long ``ttl`` (a system prompt) outlives more
+    recent short-lived entries."""
+
+    name = "tlru"
+
+    def key(self, node: Node) -> SortKey:
+        return (node.expiry, node.id)
+
+
+POLICIES: dict[str, type[EvictionPolicy]] = {
+    cls.name: cls for cls in (LRU, LFU, FIFO, MRU, FILO, Priority, SLRU, TLRU)
+}
+
+
+def make_policy(name: str) -> EvictionPolicy:
+    """The policy called ``name``; raises :class:`ConfigError` listing the valid names."""
+    cls = POLICIES.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ConfigError(
+            f"unknown eviction policy {name!r}; valid policies: {', '.join(sorted(POLICIES))}"
+        )
+    return cls()
+
+
+class EvictionQueue:
+    """The eviction candidates of one component, in policy order.
+
+    A binary heap with lazy invalidation: ``add``/``touch`` push a fresh key (O(log n)),
+    ``discard`` only forgets membership (O(1)), ``pop`` skips stale entries. Membership maps
+    node id to the exact key tuple pushed last, so a stale entry is recognised by identity.
+    """
+
+    __slots__ = ("_heap", "_key", "_members")
+
+    def __init__(self, policy: EvictionPolicy) -> None:
+        self._key = policy.key
+        self._heap: list[SortKey] = []
+        self._members: dict[int, tuple[SortKey, Node]] = {}
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __contains__(self, node: Node) -> bool:
+        return node.id in self._members
+
+    def add(self, node: Node) -> None:
+        """Insert ``node`` or re-key it if present."""
+        key = self._key(node)
+        self._members[node.id] = (key, node)
+        heapq.heappush(self._heap, key)
+        if len(self._heap) > 2 * len(self._members) + 64:
+            self._compact()
+
+    def touch(self, node: Node) -> None:
+        """Re-key ``node`` after its bookkeeping changed, if it is a candidate."""
+        if node.id in self._members:
+            self.add(node)
+
+    def discard(self, node: Node) -> None:
+        """Remove ``node`` if present."""
+        self._members.pop(node.id, None)
+
+    def pop(self) -> Node | None:
+        """Remove and return the first candidate in policy order, or ``None`` when empty."""
+        heap, members = self._heap, self._members
+        while heap:
+            key = heapq.heappop(heap)
+            entry = members.get(key[-1])
+            if entry is not None and entry[0] is key:
+                del members[key[-1]]
+                return entry[1]
+        return None
+
+    def ordered(self) -> list[Node]:
+        """All candidates in eviction order (a sorted copy; for tests and inspection)."""
+        return [node for _, node in sorted(self._members.values(), key=lambda e: e[0])]
+
+    def entries(self) -> dict[int, tuple[SortKey, Node]]:
+        """Node id -> (current key, node) of every candidate; a copy, for audits."""
+        return dict(self._members)
+
+    def clear(self) -> None:
+        self._heap.clear()
+        self._members.clear()
+
+    def _compact(self) -> None:
+        self._heap = [key for key, _ in self._members.values()]
+        heapq.heapify(self._heap)

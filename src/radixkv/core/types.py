@@ -1,0 +1,64 @@
+"""Results and receipts the tree hands out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NewType
+
+import numpy as np
+
+from .node import Node
+
+NodeId = NewType("NodeId", int)
+"""Integer handle of a tree node; never reused, not even after ``reset()``."""
+
+
+class Lock:
+    """Receipt of :meth:`TreeCore.lock`: what exactly was pinned, to undo exactly that.
+
+    ``boundaries[c]`` is the key position where component ``c`` stopped pinning on the way up
+    from ``node``; splits keep it exact because an upper half keeps the original start.
+    """
+
+    __slots__ = ("boundaries", "id", "node", "owner")
+
+    def __init__(self, owner: object, lock_id: int, node: Node, boundaries: tuple[int, ...]):
+        self.owner = owner
+        self.id = lock_id
+        self.node = node
+        self.boundaries = boundaries
+
+    @property
+    def node_id(self) -> NodeId:
+        return NodeId(self.node.id)
+
+    def __repr__(self) -> str:
+        return f"Lock(id={self.id}, node={self.node.id})"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeMatch:
+    """A match inside the tree: the usable ``length`` (key elements), the deepest node that
+    covers it (``None`` when ``length`` is 0) and the covering path, top-down."""
+
+    length: int
+    node: Node | None
+    path: list[Node]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeInsert:
+    """Outcome of an insert: where the key ends, how many elements were new to the tree, and
+    per component the caller's slots the tree did not keep (duplicates) to be freed."""
+
+    node: Node
+    new_length: int
+    freed: list[np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEvict:
+    """Outcome of an eviction: per component the slots freed and the ledger size evicted."""
+
+    freed: list[np.ndarray]
+    evicted: list[int]

@@ -1,0 +1,57 @@
+"""The radixkv exception hierarchy.
+
+Every error radixkv raises on bad input derives from :class:`RadixKVError`. Where Python users
+expect a built-in category the class also derives from it (``ValueError`` for a bad value,
+``TypeError`` for a bad type, ``LookupError`` for a stale handle), so ``except ValueError`` keeps
+working. Raising any of these guarantees the cache is exactly as it was before the call.
+"""
+
+from __future__ import annotations
+
+
+class RadixKVError(Exception):
+    """Base class of every error radixkv raises on purpose."""
+
+
+class ConfigError(RadixKVError, ValueError):
+    """A configuration value is invalid (page_size 0, unknown policy, bad combination...)."""
+
+
+class InvalidTokensError(RadixKVError, ValueError):
+    """Tokens are not integers in [0, 2**32) or have the wrong shape."""
+
+
+class InvalidSlotsError(RadixKVError, ValueError):
+    """A slot array has the wrong length, dtype or contents (double free, foreign slot...)."""
+
+
+class InvalidSlotsTypeError(RadixKVError, TypeError):
+    """A slot array is not a numpy array (or torch tensor) of integers."""
+
+
+class InvalidArgumentError(RadixKVError, ValueError):
+    """Some other argument has a bad value (a negative length, a priority that is no int...)."""
+
+
+class InvalidNamespaceError(RadixKVError, ValueError):
+    """A namespace is not ``None`` nor an ``(extra_key, cache_salt)`` pair of str/int/None."""
+
+
+class StaleHandleError(RadixKVError, LookupError):
+    """A NodeId refers to a node that no longer exists (evicted, merged away, or reset)."""
+
+
+class LockError(RadixKVError, ValueError):
+    """A lock receipt is invalid: already released, or issued by another cache."""
+
+
+class LeaseError(RadixKVError, ValueError):
+    """A lease is invalid: already finished or aborted, or issued by another cache."""
+
+
+class OutOfSlotsError(RadixKVError, MemoryError):
+    """Not enough free slots, even after evicting every evictable entry."""
+
+
+class InvariantError(RadixKVError, AssertionError):
+    """``check_invariants()`` found the cache in an inconsistent state (a bug in radixkv)."""
