@@ -10,7 +10,7 @@ import numpy as np
 from ..components.full import FullComponent
 from ..core.audit import check_tree, snapshot_tree
 from ..core.events import KVEvent
-from ..core.keys import Namespace, pack_tokens, validate_namespace, validate_tokens
+from ..core.keys import pack_tokens, validate_namespace, validate_tokens
 from ..core.node import Node
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
@@ -152,7 +152,8 @@ class PrefixCache:
         fresh = max(fresh, 0)
         self._ensure_room(fresh)
         lease.append(array, self._allocate(fresh))
-        return lease.slots[start:].copy()
+        new_slots: np.ndarray = lease.slots[start:].copy()
+        return new_slots
 
     def commit(self, lease: Lease, length: int | None = None) -> int:
         """Insert the first ``length`` tokens (default: all so far) of an active lease and

@@ -36,7 +36,9 @@ def validate_tokens(tokens: Any) -> np.ndarray:
         arr = tokens
     else:
         if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__len__"):
-            raise InvalidTokensError(f"tokens must be a sequence of ints, got {type(tokens).__name__}")
+            raise InvalidTokensError(
+                f"tokens must be a sequence of ints, got {type(tokens).__name__}"
+            )
         if len(tokens) == 0:
             return _EMPTY_TOKENS
         try:
@@ -75,7 +77,8 @@ def pack_tokens(tokens: np.ndarray, bigram: bool) -> bytes:
 def unpack_tokens(key: bytes, bigram: bool) -> list[int]:
     """Token ids of a key (the first token of each bigram); for events and debugging."""
     flat = np.frombuffer(key, dtype="<u4")
-    return (flat[::2] if bigram else flat).tolist()
+    tokens: list[int] = (flat[::2] if bigram else flat).tolist()
+    return tokens
 
 
 def validate_namespace(namespace: object) -> Namespace:

@@ -16,14 +16,25 @@ import numpy as np
 from ..components.base import Component
 from ..errors import ConfigError, InvalidSlotsError, LockError, StaleHandleError
 from .config import TreeConfig
+from .event_log import EventLog
 from .events import AllBlocksCleared, KVEvent
 from .keys import Namespace
 from .node import Node
 from .policy import EvictionQueue, make_policy
-from .event_log import EventLog
 from .types import Lock, NodeId, TreeEvict, TreeInsert, TreeMatch
 
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
+
+
+def _present(path: Sequence[Node], index: int) -> list[np.ndarray]:
+    """Component ``index``'s values along ``path``; raises if one is missing."""
+    values = []
+    for node in path:
+        value = node.values[index]
+        if value is None:
+            raise InvalidSlotsError(f"component {index} has no value on node {node.id}")
+        values.append(value)
+    return values
 
 
 class TreeCore:
@@ -147,26 +158,21 @@ class TreeCore:
     def path_values(self, match: TreeMatch, index: int) -> np.ndarray:
         """Component ``index``'s values along a match, concatenated once (a fresh array) and
         cut to the match length."""
-        values = [node.values[index] for node in match.path]
+        values = _present(match.path, index)
         if not values:
             return np.zeros(0, dtype=np.int64)
-        if any(value is None for value in values):
-            raise InvalidSlotsError(f"component {index} has no value along this match")
-        joined = np.concatenate(values)  # type: ignore[arg-type]
+        joined: np.ndarray = np.concatenate(values)
         return joined[: match.length]
 
     def prefix_values(self, node: Node | None, index: int) -> np.ndarray:
         """Component ``index``'s values from the root down to the end of ``node``; O(depth)."""
-        values = []
+        path = []
         while node is not None and node.parent is not None:
-            values.append(node.values[index])
+            path.append(node)
             node = node.parent
-        if not values:
-            return _NO_SLOTS
-        if any(value is None for value in values):
-            raise InvalidSlotsError(f"component {index} has no value along this path")
-        values.reverse()
-        return np.concatenate(values)  # type: ignore[arg-type]
+        path.reverse()
+        values = _present(path, index)
+        return np.concatenate(values) if values else np.zeros(0, dtype=np.int64)
 
     def touch(self, match: TreeMatch) -> None:
         """Access and hit the nodes of a match made with ``touch=False``."""
@@ -457,8 +463,8 @@ class TreeCore:
 
     def all_values(self, index: int) -> np.ndarray:
         """Every slot component ``index`` holds in the tree, concatenated; O(nodes)."""
-        parts = [n.values[index] for n in self.nodes.values() if n.values[index] is not None]
-        return self._join(parts)  # type: ignore[arg-type]
+        parts = [n.values[index] for n in self.nodes.values()]
+        return self._join([part for part in parts if part is not None])
 
     def take_events(self) -> list[KVEvent]:
         """Drain the queued KV events, oldest first."""

@@ -1,0 +1,470 @@
+"""SlotPool: the allocator of KV-cache slots, handed out and taken back in whole pages.
+
+Slot ids are ``0 .. capacity-1``; with page size ``p``, page ``k`` is slots ``k*p .. k*p+p-1``.
+The free pages wait in a FIFO ring buffer (a numpy array of page ids with a head and a count):
+``alloc`` takes pages from the front, ``free`` appends them at the back. A fresh (or reset) pool
+therefore hands out pages 0, 1, 2... in ascending order, and a freed page is reused only after
+every page that was free before it.
+
+Contracts that hold for every method below, stated once here:
+
+* Costs are in the number of slots passed in or returned; nothing is a Python loop per slot or
+  per page. Only ``check``, ``reset`` and ``snapshot`` cost O(capacity).
+* A method that raises leaves the pool exactly as it was (validation happens before any write).
+* Slot arrays passed in are never mutated, nor kept: the pool copies what it needs.
+* Slot arrays returned are fresh ``int64`` arrays that belong to the caller.
+* Not thread-safe: callers serialise access (the cache does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from radixkv.errors import ConfigError, InvalidSlotsError, InvalidSlotsTypeError, InvariantError
+from radixkv.memory.slot_arrays import SlotArray, as_slot_array
+
+__all__ = ["SlotPool", "SlotPoolConfig", "SlotPoolSnapshot"]
+
+BoolArray = npt.NDArray[np.bool_]
+
+SlotPoolSnapshot = tuple[int, int, bytes, bytes, bytes]
+"""``(capacity, page_size, allocation map, ever-allocated map, free pages in queue order)``."""
+
+
+def _plain_int(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(f"SlotPoolConfig.{field} must be an int, got {type(value).__name__}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class SlotPoolConfig:
+    """Configuration of a :class:`SlotPool`.
+
+    Attributes:
+        capacity: number of slots (tokens) in the pool; ``>= 0`` and a multiple of
+            ``page_size``.
+        page_size: tokens per page, the unit of allocation; ``>= 1``.
+        name: a label used in messages and ``repr`` (e.g. which KV pool this is).
+
+    Raises:
+        ConfigError: on any invalid value (also on a wrong type: a float, a bool...).
+    """
+
+    capacity: int
+    page_size: int = 1
+    name: str = "kv"
+
+    def __post_init__(self) -> None:
+        capacity = _plain_int(self.capacity, "capacity")
+        page_size = _plain_int(self.page_size, "page_size")
+        if page_size < 1:
+            raise ConfigError(f"SlotPoolConfig.page_size must be >= 1, got {page_size}")
+        if capacity < 0:
+            raise ConfigError(f"SlotPoolConfig.capacity must be >= 0, got {capacity}")
+        if capacity % page_size:
+            raise ConfigError(
+                f"SlotPoolConfig.capacity ({capacity}) must be a multiple of page_size "
+                f"({page_size})"
+            )
+        if not isinstance(self.name, str):
+            raise ConfigError(f"SlotPoolConfig.name must be a str, got {type(self.name).__name__}")
+        # Normalise numpy integers to plain ints (the dataclass is frozen).
+        object.__setattr__(self, "capacity", capacity)
+        object.__setattr__(self, "page_size", page_size)
+
+    @property
+    def num_pages(self) -> int:
+        """``capacity // page_size``."""
+        return self.capacity // self.page_size
+
+
+class SlotPool:
+    """A fixed pool of ``capacity`` slot ids, allocated and freed in whole pages (FIFO reuse).
+
+    See the module docstring for the contracts every method shares (costs, no change on error,
+    ownership of arrays).
+    """
+
+    __slots__ = (
+        "_allocated",
+        "_config",
+        "_count",
+        "_ever_allocated",
+        "_head",
+        "_num_pages",
+        "_page_offsets",
+        "_page_size",
+        "_queue",
+        "_stamp",
+    )
+
+    def __init__(self, config: SlotPoolConfig) -> None:
+        """Create an empty pool (every page free, queued in ascending order). O(capacity).
+
+        Raises:
+            ConfigError: ``config`` is not a :class:`SlotPoolConfig`.
+        """
+        if not isinstance(config, SlotPoolConfig):
+            raise ConfigError(f"SlotPool needs a SlotPoolConfig, got {type(config).__name__}")
+        self._config = config
+        self._page_size = config.page_size
+        self._num_pages = config.num_pages
+        self._page_offsets: SlotArray = np.arange(config.page_size, dtype=np.int64)
+        # Page k is allocated <=> _allocated[k]; a free page is in the ring exactly once.
+        self._allocated: BoolArray = np.zeros(self._num_pages, dtype=np.bool_)
+        # Diagnostics only: was the page handed out since the last reset? Tells a double free
+        # from a free of a page that was never allocated.
+        self._ever_allocated: BoolArray = np.zeros(self._num_pages, dtype=np.bool_)
+        # Ring buffer of free page ids: _queue[(_head + i) % num_pages] for i < _count.
+        self._queue: SlotArray = np.arange(self._num_pages, dtype=np.int64)
+        self._head = 0
+        self._count = self._num_pages
+        # Scratch for O(n) duplicate detection; its contents between calls mean nothing.
+        self._stamp: SlotArray = np.zeros(self._num_pages, dtype=np.int64)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def config(self) -> SlotPoolConfig:
+        """The configuration the pool was built with."""
+        return self._config
+
+    @property
+    def name(self) -> str:
+        """``config.name``."""
+        return self._config.name
+
+    @property
+    def capacity(self) -> int:
+        """Total number of slots (tokens)."""
+        return self._config.capacity
+
+    @property
+    def page_size(self) -> int:
+        """Slots per page: the unit of ``alloc`` and ``free``."""
+        return self._page_size
+
+    @property
+    def num_pages(self) -> int:
+        """Total number of pages (``capacity // page_size``)."""
+        return self._num_pages
+
+    @property
+    def num_free_pages(self) -> int:
+        """Pages currently free."""
+        return self._count
+
+    @property
+    def available(self) -> int:
+        """Slots (tokens) currently free: ``num_free_pages * page_size``."""
+        return self._count * self._page_size
+
+    @property
+    def allocated(self) -> int:
+        """Slots (tokens) currently allocated: ``capacity - available``."""
+        return (self._num_pages - self._count) * self._page_size
+
+    def __repr__(self) -> str:
+        return (
+            f"SlotPool(name={self.name!r}, capacity={self.capacity}, "
+            f"page_size={self.page_size}, allocated={self.allocated}, "
+            f"available={self.available})"
+        )
+
+    # ------------------------------------------------------------------ allocation
+
+    def alloc(self, num_tokens: int) -> SlotArray | None:
+        """Allocate room for ``num_tokens`` tokens, rounded up to whole pages.
+
+        Returns ``ceil(num_tokens / page_size) * page_size`` slot ids as a fresh ``int64`` array:
+        the pages at the front of the free queue, in queue order, each page's ids consecutive
+        and ascending. ``num_tokens == 0`` returns an empty array (even from a full pool).
+        Returns ``None`` when fewer pages are free than needed; the pool is then unchanged.
+
+        Mutates the pool on success. Cost O(returned slots).
+
+        Raises:
+            InvalidSlotsTypeError: ``num_tokens`` is not an int (a bool, a float...).
+            InvalidSlotsError: ``num_tokens`` is negative.
+        """
+        if isinstance(num_tokens, bool) or not isinstance(num_tokens, (int, np.integer)):
+            raise InvalidSlotsTypeError(
+                f"num_tokens must be an int, got {type(num_tokens).__name__}"
+            )
+        n = int(num_tokens)
+        if n < 0:
+            raise InvalidSlotsError(f"num_tokens must be >= 0, got {n}")
+        num_pages = -(-n // self._page_size)
+        if num_pages > self._count:
+            return None
+        if num_pages == 0:
+            return np.empty(0, dtype=np.int64)
+        pages = self._peek(num_pages)
+        self._head = (self._head + num_pages) % self._num_pages
+        self._count -= num_pages
+        self._allocated[pages] = True
+        self._ever_allocated[pages] = True
+        return self._pages_to_slots(pages)
+
+    def free(self, slots: object) -> None:
+        """Return whole pages to the pool; they join the back of the free queue in given order.
+
+        ``slots`` (see :func:`as_slot_array` for accepted types) must be whole pages: its
+        length a multiple of ``page_size``, and each consecutive group of ``page_size`` ids one
+        aligned page in ascending order (``k*p, k*p+1, ..., k*p+p-1``), exactly as ``alloc``
+        returned them; pages may come in any order and from different ``alloc`` calls. Every
+        page must be allocated, and no page may appear twice. An empty array is a no-op.
+
+        Mutates the pool on success; on any error nothing changes. Cost O(len(slots)).
+
+        Raises:
+            InvalidSlotsTypeError: ``slots`` is not a numpy array nor a torch tensor.
+            InvalidSlotsError: bad dtype, shape or negative id (see :func:`as_slot_array`); a
+                foreign slot (id >= capacity); a partial or misaligned page; a page given twice
+                in this call; a page not allocated (a double free, or never allocated). The
+                message names the first offending slot, its position, and why.
+        """
+        arr = as_slot_array(slots, what="slots")
+        pages = self._whole_pages(arr, "free")
+        if pages.size == 0:
+            return
+        self._allocated[pages] = False
+        self._push(pages)
+
+    def is_allocated(self, slots: object) -> BoolArray:
+        """Return, for each slot id, whether its page is currently allocated.
+
+        Does not mutate. Cost O(len(slots)).
+
+        Raises:
+            InvalidSlotsTypeError, InvalidSlotsError: as :func:`as_slot_array`, and for a slot
+                id >= capacity (a foreign slot is a caller bug, not a "no").
+        """
+        arr = as_slot_array(slots, what="slots")
+        self._check_in_range(arr, "slots")
+        result: BoolArray = self._allocated[arr // self._page_size]
+        return result
+
+    def reset(self) -> None:
+        """Free every page; the free queue is ascending again, as in a fresh pool.
+
+        Mutates. Cost O(capacity). Never raises.
+        """
+        self._allocated.fill(False)
+        self._ever_allocated.fill(False)
+        self._queue[:] = np.arange(self._num_pages, dtype=np.int64)
+        self._head = 0
+        self._count = self._num_pages
+
+    # ------------------------------------------------------------------ checking
+
+    def check(self, held: object) -> None:
+        """Verify the pool against ``held``, every slot id that someone owns right now.
+
+        ``held`` is the concatenation of all slot ids owned outside the pool (the tree's and
+        the running requests'). Passes when the ring buffer and the allocation map agree (each
+        page is either allocated or queued as free exactly once), ``held`` has no duplicates,
+        and ``held`` is exactly the set of allocated slots, so that ``available + len(held) ==
+        capacity``.
+
+        Does not mutate. Cost O(capacity + len(held)).
+
+        Raises:
+            InvalidSlotsTypeError: ``held`` is not a numpy array nor a torch tensor.
+            InvariantError: anything else is wrong; the message names the first offending slot
+                or page (a leak, a slot held twice, a held slot that is free, a foreign id...).
+        """
+        self._check_ring()
+        try:
+            arr = as_slot_array(held, what="held")
+        except InvalidSlotsError as exc:
+            raise InvariantError(f"{self._label()}: {exc}") from exc
+        capacity = self.capacity
+        if arr.size:
+            too_big = arr >= capacity
+            if too_big.any():
+                i = int(np.argmax(too_big))
+                raise InvariantError(
+                    f"{self._label()}: held[{i}] = {int(arr[i])} is a foreign slot "
+                    f"(capacity {capacity})"
+                )
+        owners = np.bincount(arr, minlength=capacity)
+        twice = owners > 1
+        if twice.any():
+            slot = int(np.argmax(twice))
+            raise InvariantError(
+                f"{self._label()}: slot {slot} is held {int(owners[slot])} times "
+                "(owned by more than one holder)"
+            )
+        held_mask = owners == 1
+        allocated_mask = np.repeat(self._allocated, self._page_size)
+        leaked = allocated_mask & ~held_mask
+        if leaked.any():
+            slot = int(np.argmax(leaked))
+            raise InvariantError(
+                f"{self._label()}: slot {slot} is allocated but held by nobody (leaked)"
+            )
+        ghost = held_mask & ~allocated_mask
+        if ghost.any():
+            slot = int(np.argmax(ghost))
+            raise InvariantError(
+                f"{self._label()}: slot {slot} is held but free in the pool "
+                "(used after free, or never allocated)"
+            )
+
+    def snapshot(self) -> SlotPoolSnapshot:
+        """Return the pool's whole observable state as plain, comparable data.
+
+        ``(capacity, page_size, allocation map bytes, ever-allocated map bytes, free page ids
+        in queue order as int64 bytes)``. Two pools with equal snapshots behave identically.
+        Meant for tests (state before == state after a failing call). Does not mutate.
+        Cost O(capacity).
+        """
+        return (
+            self.capacity,
+            self._page_size,
+            self._allocated.tobytes(),
+            self._ever_allocated.tobytes(),
+            self._peek(self._count).tobytes(),
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _label(self) -> str:
+        return f"SlotPool {self.name!r}"
+
+    def _peek(self, k: int) -> SlotArray:
+        """Copy of the first ``k`` page ids of the free queue (``k <= _count``)."""
+        start = self._head
+        end = start + k
+        if end <= self._num_pages:
+            head: SlotArray = self._queue[start:end].copy()
+            return head
+        wrapped: SlotArray = np.concatenate(
+            (self._queue[start:], self._queue[: end - self._num_pages])
+        )
+        return wrapped
+
+    def _push(self, pages: SlotArray) -> None:
+        """Append ``pages`` (non-empty, all currently not queued) at the back of the queue."""
+        k = pages.size
+        tail = (self._head + self._count) % self._num_pages
+        first = min(k, self._num_pages - tail)
+        self._queue[tail : tail + first] = pages[:first]
+        self._queue[: k - first] = pages[first:]
+        self._count += k
+
+    def _pages_to_slots(self, pages: SlotArray) -> SlotArray:
+        if self._page_size == 1:
+            return pages
+        slots: SlotArray = (pages[:, None] * self._page_size + self._page_offsets).reshape(-1)
+        return slots
+
+    def _check_in_range(self, arr: SlotArray, what: str) -> None:
+        if not arr.size:
+            return
+        too_big = arr >= self.capacity
+        if too_big.any():
+            i = int(np.argmax(too_big))
+            ids = f"slots 0..{self.capacity - 1}" if self.capacity else "no slots"
+            raise InvalidSlotsError(
+                f"{self._label()}: {what}[{i}] = {int(arr[i])} is a foreign slot: this pool "
+                f"has {ids}"
+            )
+
+    def _check_ring(self) -> None:
+        """Raise InvariantError unless the free ring and the allocation maps agree."""
+        num_pages = self._num_pages
+        if not 0 <= self._count <= num_pages or not 0 <= self._head < max(num_pages, 1):
+            raise InvariantError(
+                f"{self._label()}: free ring out of bounds (head {self._head}, count "
+                f"{self._count}, {num_pages} pages)"
+            )
+        free_pages = self._peek(self._count)
+        if free_pages.size and (free_pages.min() < 0 or free_pages.max() >= num_pages):
+            raise InvariantError(f"{self._label()}: free ring holds an id that is not a page")
+        queued = np.bincount(free_pages, minlength=num_pages)
+        checks: tuple[tuple[BoolArray, str], ...] = (
+            (queued > 1, "is queued as free more than once"),
+            ((queued == 1) & self._allocated, "is both allocated and queued as free"),
+            ((queued == 0) & ~self._allocated, "is neither allocated nor queued as free (lost)"),
+            (self._allocated & ~self._ever_allocated, "is allocated but not marked as ever"),
+        )
+        for bad, why in checks:
+            if bad.any():
+                page = int(np.argmax(bad))
+                raise InvariantError(
+                    f"{self._label()}: page {page} (slots {page * self._page_size}.."
+                    f"{page * self._page_size + self._page_size - 1}) {why}"
+                )
+
+    def _whole_pages(self, arr: SlotArray, action: str) -> SlotArray:
+        """Validate that ``arr`` is distinct, allocated, whole pages; return their page ids."""
+        p = self._page_size
+        self._check_in_range(arr, "slots")
+        n = arr.size
+        if n % p:
+            raise InvalidSlotsError(
+                f"{self._label()}: cannot {action} {n} slots: not a whole number of pages "
+                f"(page_size {p}); partial page at slots[{n - n % p}:{n}]"
+            )
+        if p == 1:
+            pages = arr
+        else:
+            grid = arr.reshape(-1, p)
+            starts = grid[:, 0]
+            misaligned = starts % p != 0
+            broken = (grid != starts[:, None] + self._page_offsets).any(axis=1)
+            bad_rows = misaligned | broken
+            if bad_rows.any():
+                row = int(np.argmax(bad_rows))
+                if misaligned[row]:
+                    i = row * p
+                    why = f"does not start a page (pages start at multiples of {p})"
+                else:
+                    j = int(np.argmax(grid[row] != starts[row] + self._page_offsets))
+                    i = row * p + j
+                    why = f"should be {int(starts[row]) + j} to continue page {starts[row] // p}"
+                raise InvalidSlotsError(
+                    f"{self._label()}: cannot {action} a partial page: slots[{i}] = "
+                    f"{int(arr[i])} {why}; slots[{row * p}:{row * p + p}] must be one whole "
+                    "page as alloc() returned it"
+                )
+            pages = starts // p
+        k = pages.size
+        if k == 0:
+            return pages
+        # Duplicates in O(k): stamp each page with its position; a position whose stamp was
+        # overwritten shares its page with another one. (Which duplicate's write survives does
+        # not matter: only one position per page can read back its own index.)
+        order = np.arange(k, dtype=np.int64)
+        self._stamp[pages] = order
+        survivors = self._stamp[pages]
+        repeated = survivors != order
+        if repeated.any():
+            i = int(np.argmax(repeated))
+            j = int(survivors[i])
+            page = int(pages[i])
+            what = f"slot {page}"
+            if p > 1:
+                what = f"page {page} (slots {page * p}..{page * p + p - 1})"
+            raise InvalidSlotsError(
+                f"{self._label()}: cannot {action} {what} twice in one call: it is at "
+                f"slots[{i * p}] and slots[{j * p}]"
+            )
+        not_allocated = ~self._allocated[pages]
+        if not_allocated.any():
+            i = int(np.argmax(not_allocated))
+            page = int(pages[i])
+            if self._ever_allocated[page]:
+                why = "it is already free (double free)"
+            else:
+                why = "it was never allocated"
+            raise InvalidSlotsError(
+                f"{self._label()}: cannot {action} slots[{i * p}] = {int(arr[i * p])}: {why}"
+            )
+        return pages
