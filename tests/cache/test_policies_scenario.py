@@ -66,7 +66,7 @@ class Workload:
     def eviction_order(self) -> list[str]:
         """Evict one node at a time until nothing is left; the labels in eviction order."""
         order: list[str] = []
-        while self.cache.evict(1):
+        while self.cache.evict(1)["full"]:
             events = self.cache.take_events()
             assert len(events) == 1
             event = events[0]

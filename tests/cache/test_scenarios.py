@@ -476,11 +476,11 @@ def test_locked_prefixes_are_never_evicted_and_become_evictable_after_finish() -
     assert locks(cache, a) == [1]
     assert full_stats(cache) == (8, 4, 4)
 
-    assert cache.evict(100) == 4
+    assert cache.evict(100)["full"] == 4
     assert cache.match([5, 6, 7, 8]).length == 0
     assert cache.match([1, 2, 3, 4]).length == 4
     assert full_stats(cache) == (4, 0, 4)
-    assert cache.evict(100) == 0
+    assert cache.evict(100)["full"] == 0
     assert cache.tree.node(a).values[0].tolist() == [0, 1, 2, 3]
 
     with pytest.raises(OutOfSlotsError):
@@ -503,11 +503,11 @@ def test_a_parent_becomes_evictable_once_its_last_child_is_gone() -> None:
     insert(cache, [9, 9])
     shared = cache.match([1, 2]).node
     cache.take_events()
-    assert cache.evict(1) == 2  # [3,4]: least recently used leaf
+    assert cache.evict(1)["full"] == 2  # [3,4]: least recently used leaf
     assert cache.match([1, 2, 3, 4]).length == 2
     assert cache.match([9, 9]).length == 2  # refresh [9,9] so [5,6] is older
-    assert cache.evict(1) == 2  # [5,6]
-    assert cache.evict(1) == 2  # now [1,2] is a leaf, older than [9,9]
+    assert cache.evict(1)["full"] == 2  # [5,6]
+    assert cache.evict(1)["full"] == 2  # now [1,2] is a leaf, older than [9,9]
     with pytest.raises(StaleHandleError):
         cache.tree.node(shared)
     assert cache.match([9, 9]).length == 2
@@ -674,12 +674,12 @@ def test_an_explicit_lock_pins_the_path_until_unlocked() -> None:
     receipt = cache.lock(leaf)
     assert locks(cache, leaf) == [1]
     assert locks(cache, shared) == [1]
-    assert cache.evict(100) == 2  # only [3, 4]
+    assert cache.evict(100)["full"] == 2  # only [3, 4]
     assert cache.match([1, 2, 5, 6]).length == 4
     cache.unlock(receipt)
     with pytest.raises(LockError):
         cache.unlock(receipt)
-    assert cache.evict(100) == 4
+    assert cache.evict(100)["full"] == 4
     assert cache.stats().nodes == 0
 
 

@@ -200,7 +200,7 @@ def test_removed_events_come_child_first_one_node_at_a_time() -> None:
     cache = make_cache(page_size=4)
     router = Router(4)
     run_workload(cache, router)
-    while cache.evict(1):
+    while cache.evict(1)["full"]:
         events = cache.take_events()
         assert len(events) == 1 and isinstance(events[0], BlockRemoved)
         router.apply(events)  # asserts no page is removed before its children

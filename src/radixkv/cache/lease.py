@@ -18,56 +18,71 @@ class LeaseState(enum.Enum):
     """The cache was reset while the lease was active."""
 
 
-class Lease:
-    """A request admitted by :meth:`PrefixCache.admit`.
+def _readonly(view: np.ndarray) -> np.ndarray:
+    view.flags.writeable = False
+    return view
 
-    ``slots[i]`` is the FULL slot of token ``i``. The first ``tree_owned`` slots belong to the
-    tree (borrowed at admission, or committed since) and are pinned by ``lock``; the rest, up
-    to the end of the last allocated page, belong to the lease. ``cached_length`` is how many
-    prompt tokens were reused at admission. Fields are read-only for callers; only the cache
-    that issued a lease may change it.
+
+class Lease:
+    """A request admitted by :meth:`PrefixCache.admit`. Callers read it; only the cache that
+    issued it changes it.
+
+    FULL: ``slots[i]`` is the KV slot of token ``i``. The first ``tree_owned`` slots belong
+    to the tree (borrowed at admission, or committed since) and are pinned by ``lock``; the
+    rest, to the end of the last allocated page, belong to the lease. ``cached_length`` is
+    how many prompt tokens were reused at admission.
+
+    SWA: ``swa_slots`` holds the SWA slots of tokens ``swa_start ..`` (the window the tree
+    lent at admission, then the lease's own); tokens before ``swa_dropped`` left the window
+    and their own slots were released.
+
+    MAMBA: ``state_slot`` is the request's working state; ``copy_state_from`` is the
+    tree's state to copy into it before prefilling (copy-on-write), ``None`` to start from
+    zeros; ``checkpoint_hints`` are positions where saving a state lets later requests hit;
+    ``checkpoints`` maps positions to the state slots the request saved there.
     """
 
     __slots__ = (
-        "_buffer",
+        "_full",
         "_num_slots",
+        "_swa",
         "_tokens",
         "cached_length",
+        "checkpoint_hints",
+        "checkpoints",
+        "copy_state_from",
         "id",
         "lock",
         "namespace",
         "owner",
         "priority",
         "state",
+        "state_slot",
+        "swa_dropped",
         "tree_owned",
         "ttl",
+        "window_start",
     )
 
     def __init__(
-        self,
-        owner: object,
-        lease_id: int,
-        namespace: Namespace,
-        tokens: np.ndarray,
-        slots: np.ndarray,
-        cached_length: int,
-        lock: Lock | None,
-        priority: int,
-        ttl: int | None,
+        self, owner: object, lease_id: int, namespace: Namespace, cached_length: int,
+        lock: Lock | None, priority: int, ttl: int | None,
     ) -> None:
-        self.owner = owner
-        self.id = lease_id
-        self.namespace = namespace
-        self._tokens = bytearray(tokens.astype("<u4", copy=False).tobytes())
-        self._buffer = np.empty(max(16, 2 * len(slots)), dtype=np.int64)
-        self._buffer[: len(slots)] = slots
-        self._num_slots = len(slots)
-        self.cached_length = cached_length
-        self.tree_owned = cached_length
-        self.lock = lock
-        self.priority = priority
-        self.ttl = ttl
+        self.owner, self.id, self.namespace = owner, lease_id, namespace
+        self._tokens = bytearray()
+        self._full = np.empty(16, dtype=np.int64)
+        self._swa: np.ndarray | None = None
+        self._num_slots = 0
+        self.cached_length = self.tree_owned = cached_length
+        self.lock, self.priority, self.ttl = lock, priority, ttl
         self.state = LeaseState.ACTIVE
+        self.window_start = self.swa_dropped = 0
+        self.state_slot: int | None = None
+        self.copy_state_from: int | None = None
+        self.checkpoint_hints: tuple[int, ...] = ()
+        self.checkpoints: dict[int, int] = {}
+
+    # ---------------------------------------------------------------- tokens and FULL
 
     @property
     def num_tokens(self) -> int:
@@ -75,46 +90,80 @@ class Lease:
 
     @property
     def tokens(self) -> np.ndarray:
-        """The request's tokens so far (prompt and extensions), a read-only uint32 view."""
+        """The request's tokens so far (prompt and extensions), a read-only uint32 array."""
         return np.frombuffer(bytes(self._tokens), dtype="<u4")
 
     @property
     def slots(self) -> np.ndarray:
         """FULL slot of each token so far (a read-only view; copy it to keep it)."""
-        view = self._buffer[: self.num_tokens]
-        view.flags.writeable = False
-        return view
+        return _readonly(self._full[: self.num_tokens])
 
     @property
     def allocated_slots(self) -> np.ndarray:
-        """Every slot of the lease's pages, tree-owned prefix included (read-only view)."""
-        view = self._buffer[: self._num_slots]
-        view.flags.writeable = False
-        return view
+        """Every FULL slot of the lease's pages, tree-owned prefix included (read-only)."""
+        return _readonly(self._full[: self._num_slots])
 
     @property
     def own_slots(self) -> np.ndarray:
-        """Slots the lease itself holds (beyond the tree-owned prefix), whole pages."""
-        return self._buffer[self.tree_owned : self._num_slots]
+        """FULL slots the lease itself holds (beyond the tree-owned prefix), whole pages."""
+        return _readonly(self._full[self.tree_owned : self._num_slots])
 
-    def append(self, tokens: np.ndarray, new_slots: np.ndarray) -> None:
-        """Record extension tokens and the whole pages allocated for them (cache-internal)."""
-        need = self._num_slots + len(new_slots)
-        if need > len(self._buffer):
-            grown = np.empty(max(need, 2 * len(self._buffer)), dtype=np.int64)
-            grown[: self._num_slots] = self._buffer[: self._num_slots]
-            self._buffer = grown
-        self._buffer[self._num_slots : need] = new_slots
+    # ---------------------------------------------------------------- SWA
+
+    @property
+    def swa_start(self) -> int:
+        """First token whose SWA slot the lease can use."""
+        return max(self.window_start, self.swa_dropped)
+
+    @property
+    def swa_slots(self) -> np.ndarray:
+        """SWA slots of tokens ``swa_start .. num_tokens-1`` (read-only; empty without SWA)."""
+        if self._swa is None:
+            return np.zeros(0, dtype=np.int64)
+        return _readonly(self._swa[self.swa_start : self.num_tokens])
+
+    def swa_buffer(self) -> np.ndarray:
+        """SWA slots aligned to token positions (cache-internal; only ``swa_start..`` valid)."""
+        assert self._swa is not None
+        return self._swa[: self._num_slots]
+
+    @property
+    def own_swa_slots(self) -> np.ndarray:
+        """SWA slots the lease itself holds, whole pages (empty without SWA)."""
+        if self._swa is None:
+            return np.zeros(0, dtype=np.int64)
+        return _readonly(self._swa[max(self.tree_owned, self.swa_dropped) : self._num_slots])
+
+    # ---------------------------------------------------------------- cache-internal updates
+
+    def append(self, tokens: np.ndarray, full: np.ndarray, swa: np.ndarray | None) -> None:
+        """Record tokens and the whole pages allocated for them (FULL, and SWA alongside)."""
+        need = self._num_slots + len(full)
+        if need > len(self._full):
+            size = max(need, 2 * len(self._full))
+            self._full = _grown(self._full, size, self._num_slots)
+            if self._swa is not None:
+                self._swa = _grown(self._swa, size, self._num_slots)
+        if swa is not None:
+            if self._swa is None:
+                self._swa = np.zeros(len(self._full), dtype=np.int64)
+            self._swa[self._num_slots : need] = swa
+        self._full[self._num_slots : need] = full
         self._num_slots = need
         self._tokens += tokens.astype("<u4", copy=False).tobytes()
 
-    def adopt_prefix(self, tree_slots: np.ndarray) -> None:
-        """The tree now owns the first ``len(tree_slots)`` tokens with these slots."""
-        self._buffer[: len(tree_slots)] = tree_slots
-        self.tree_owned = len(tree_slots)
+    def adopt_prefix(self, full: np.ndarray) -> None:
+        """The tree now owns the first ``len(full)`` tokens, with these FULL slots."""
+        self._full[: len(full)] = full
+        self.tree_owned = len(full)
+
+    def set_swa(self, start: int, values: np.ndarray) -> None:
+        """Write SWA slots the tree lends for tokens ``start ..``."""
+        assert self._swa is not None
+        self._swa[start : start + len(values)] = values
 
     def key_tokens(self) -> bytes:
-        """The packed little-endian u32 tokens (cache-internal)."""
+        """The packed little-endian u32 tokens."""
         return bytes(self._tokens)
 
     def __repr__(self) -> str:
@@ -122,3 +171,9 @@ class Lease:
             f"Lease(id={self.id}, state={self.state.value}, tokens={self.num_tokens}, "
             f"cached={self.cached_length}, tree_owned={self.tree_owned})"
         )
+
+
+def _grown(buffer: np.ndarray, size: int, used: int) -> np.ndarray:
+    grown = np.zeros(size, dtype=np.int64)
+    grown[:used] = buffer[:used]
+    return grown

@@ -2,5 +2,13 @@
 
 from .base import Component
 from .full import FullComponent
+from .mamba import MambaComponent
+from .swa import SlidingWindowComponent, WindowInput
 
-__all__ = ["Component", "FullComponent"]
+__all__ = [
+    "Component",
+    "FullComponent",
+    "MambaComponent",
+    "SlidingWindowComponent",
+    "WindowInput",
+]

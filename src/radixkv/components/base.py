@@ -3,18 +3,25 @@
 The tree calls these hooks and never asks which kind of component it talks to. A component is
 told its index in the tree's component list; ``node.values[index]`` and ``node.locks[index]``
 are its own. Hooks are pure unless they say otherwise; each costs O(1) or O(path depth).
+
+On insert each component receives its own *input* (FULL: a slot array aligned to the key;
+SWA: :class:`WindowInput`; MAMBA: ``{position: state slot}``) and decides, node by node, what
+the tree adopts and what goes back to the caller to be freed.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 import numpy as np
 
 from ..core.node import Node
-from ..errors import InvariantError
+from ..errors import InvalidSlotsError, InvariantError
+
+Adoption = tuple[np.ndarray | None, np.ndarray | None]
+"""(value the node takes, caller slots to free); either may be ``None``."""
 
 
 class Component(ABC):
@@ -28,33 +35,40 @@ class Component(ABC):
 
     def __init__(self) -> None:
         self.index = 0
+        self.page_size = 1
 
-    def bind(self, index: int) -> None:
+    def bind(self, index: int, page_size: int) -> None:
         """Called once by the tree: this component's slot in ``node.values``/``node.locks``."""
         self.index = index
+        self.page_size = page_size
+
+    # ---------------------------------------------------------------- match and lock
 
     @abstractmethod
     def usable_length(self, path: Sequence[Node], length: int) -> int:
         """Largest prefix length ``L <= length`` this component accepts.
 
-        ``path`` lists the nodes (root excluded) that cover ``[0, length)``, top-down.
+        ``path`` lists the nodes (root excluded) that cover ``[0, length)``, top-down. The
+        tree combines components by iterating to the largest length all of them accept.
         """
 
     @abstractmethod
-    def lock_boundary(self, node: Node) -> int:
-        """Key position where pinning stops when a lock ends at ``node``.
+    def lock_boundary(self, node: Node, end: int) -> int:
+        """Key position where pinning stops for a lock of the prefix ``[0, end)`` that ends
+        in ``node``: the lock pins ``node`` and its ancestors whose ``start`` is at least this
+        position (0 pins the whole path). Splits keep it exact: an upper half keeps the
+        original start."""
 
-        A lock pins ``node`` and its ancestors whose ``start`` is at least this position; 0
-        pins the whole path. Splits keep this exact: the upper half keeps the original start.
-        """
+    # ---------------------------------------------------------------- eviction
 
     @abstractmethod
     def is_candidate(self, node: Node) -> bool:
         """Whether ``node`` may be evicted for this component right now."""
 
-    @abstractmethod
     def removes_node(self, node: Node) -> bool:
-        """Whether evicting this component's value from ``node`` removes the node whole."""
+        """Whether evicting this component's value from ``node`` removes the node whole
+        (default: an unlocked leaf that lost it is useless)."""
+        return not node.children and not any(node.locks)
 
     def value_size(self, node: Node) -> int:
         """Ledger size of the value on ``node`` (tokens for per-token values)."""
@@ -79,3 +93,40 @@ class Component(ABC):
                 f"{self.kind} value of node {node.id} has {len(value)} slots for "
                 f"{node.length} key elements"
             )
+
+    # ---------------------------------------------------------------- insert
+
+    def check_input(self, data: object, length: int) -> None:
+        """Raise :class:`InvalidSlotsError` unless ``data`` is a valid input for a key of
+        ``length`` elements (default: a slot array aligned to the key)."""
+        if not isinstance(data, np.ndarray) or len(data) != length:
+            size = len(data) if isinstance(data, np.ndarray) else type(data).__name__
+            raise InvalidSlotsError(f"{self.kind} slots: {size} for {length} key elements")
+
+    def insert_limit(self, data: object, length: int, borrowed: int) -> int:
+        """How much of a key of ``length`` elements this component lets the tree cache."""
+        return length
+
+    def cut_points(self, data: object, limit: int, borrowed: int) -> Iterable[int]:
+        """Key positions where this input needs a node boundary."""
+        return ()
+
+    @abstractmethod
+    def adopt(self, node: Node, data: object, borrowed: int) -> Adoption:
+        """For an inserted key running through ``node``: what the node takes from ``data``
+        and which of the caller's slots are duplicates. Positions below ``borrowed`` are the
+        tree's own and are never returned. Pure: the tree applies the result."""
+
+
+def per_token_adoption(
+    node: Node, current: np.ndarray | None, slots: np.ndarray, held_from: int
+) -> Adoption:
+    """Adoption rule of per-token values: an empty node takes the caller's slots (copied, so
+    the tree never aliases a caller's buffer) when the caller holds all of them; otherwise
+    the caller's held slots on the node are duplicates."""
+    start, end = node.start, node.end
+    if current is None and start >= held_from:
+        return slots[start:end].copy(), None
+    if end > held_from:
+        return None, slots[max(start, held_from) : end]
+    return None, None

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..core.node import Node
-from .base import Component
+from .base import Adoption, Component, per_token_adoption
 
 
 class FullComponent(Component):
@@ -14,7 +16,8 @@ class FullComponent(Component):
     - usable: a prefix of length L needs a device value on every token in [0, L);
     - lock: pins the whole path to the root;
     - candidate: an unlocked device leaf — it holds a value and no child holds one;
-    - evicting the value removes the node, unless a lower tier still holds it.
+    - evicting the value removes the node, unless a descendant is still held (lower tier);
+    - insert input: a slot array aligned to the key.
     """
 
     kind = "full"
@@ -27,7 +30,7 @@ class FullComponent(Component):
                 return min(node.start, length)
         return length
 
-    def lock_boundary(self, node: Node) -> int:
+    def lock_boundary(self, node: Node, end: int) -> int:
         return 0
 
     def is_candidate(self, node: Node) -> bool:
@@ -38,3 +41,7 @@ class FullComponent(Component):
 
     def removes_node(self, node: Node) -> bool:
         return not node.children
+
+    def adopt(self, node: Node, data: object, borrowed: int) -> Adoption:
+        assert isinstance(data, np.ndarray)
+        return per_token_adoption(node, node.values[self.index], data, borrowed)

@@ -10,7 +10,7 @@ from .keys import unpack_tokens
 from .node import Node
 
 if TYPE_CHECKING:
-    from .tree import TreeCore
+    from .state import TreeState
 
 
 class EventLog:
@@ -18,7 +18,7 @@ class EventLog:
 
     __slots__ = ("_events", "_tree", "enabled")
 
-    def __init__(self, tree: TreeCore, enabled: bool) -> None:
+    def __init__(self, tree: TreeState, enabled: bool) -> None:
         self.enabled = enabled
         self._tree = tree
         self._events: list[KVEvent] = []

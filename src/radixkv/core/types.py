@@ -39,19 +39,23 @@ class Lock:
 @dataclass(frozen=True, slots=True)
 class TreeMatch:
     """A match inside the tree: the usable ``length`` (key elements), the deepest node that
-    covers it (``None`` when ``length`` is 0) and the covering path, top-down."""
+    covers it (``None`` when ``length`` is 0), the covering path top-down, and ``branch``:
+    how far the key runs along the tree structurally (where it leaves the cached tree)."""
 
     length: int
     node: Node | None
     path: list[Node]
+    branch: int
 
 
 @dataclass(frozen=True, slots=True)
 class TreeInsert:
-    """Outcome of an insert: where the key ends, how many elements were new to the tree, and
-    per component the caller's slots the tree did not keep (duplicates) to be freed."""
+    """Outcome of an insert: the node where the inserted key ends, how much of the key the
+    tree now holds (``length``; components may cut it short), how many elements were new to
+    the tree, and per component the caller's slots the tree did not keep, to be freed."""
 
     node: Node
+    length: int
     new_length: int
     freed: list[np.ndarray]
 

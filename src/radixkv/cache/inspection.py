@@ -1,0 +1,104 @@
+"""Statistics, audits and snapshots of a PrefixCache (read-only; O(nodes + slots))."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..core.audit import check_tree, snapshot_tree
+from ..errors import InvariantError
+from .lease import Lease
+from .results import CacheStats, ComponentStats
+
+if TYPE_CHECKING:
+    from .prefix_cache import PrefixCache
+
+COUNTERS = ("matches", "match_tokens", "hit_tokens", "admitted", "finished", "aborted",
+            "inserted_tokens", "checkpoints_created", "checkpoints_used")
+
+
+def stats(cache: PrefixCache) -> CacheStats:
+    tree = cache.tree
+    components = {
+        component.kind: ComponentStats(
+            cached=tree.cached[component.index],
+            evictable=tree.cached[component.index] - tree.protected[component.index],
+            protected=tree.protected[component.index],
+            pool_capacity=cache.pools[component.index].capacity,
+            pool_available=cache.pools[component.index].available,
+            evicted=dict(tree.evicted[component.index]),
+        )
+        for component in tree.components
+    }
+    return CacheStats(
+        capacity=cache.pool.capacity,
+        available=cache.pool.available,
+        held_by_requests=sum(len(lease.own_slots) for lease in cache.leases()),
+        components=components,
+        nodes=len(tree.nodes) - len(tree.roots),
+        active_leases=len(cache.leases()),
+        evicted_tokens=sum(tree.evicted[0].values()),
+        **cache.counters,
+    )
+
+
+def held_by_lease(cache: PrefixCache, lease: Lease) -> list[np.ndarray]:
+    """Per component, the slots ``lease`` itself holds."""
+    held = [lease.own_slots]
+    if cache.swa is not None:
+        held.append(lease.own_swa_slots)
+    if cache.mamba is not None:
+        states = [*lease.checkpoints.values(), lease.state_slot]
+        held.append(np.array([s for s in states if s is not None], dtype=np.int64))
+    return held
+
+
+def check(cache: PrefixCache) -> None:
+    """Raise :class:`InvariantError` on any inconsistency between tree, pools and leases."""
+    tree = cache.tree
+    check_tree(tree)
+    held = [[tree.all_values(index)] for index in range(len(tree.components))]
+    held[0].append(cache.detached.held())
+    for lease in cache.leases():
+        _check_lease(cache, lease)
+        for parts, own in zip(held, held_by_lease(cache, lease)):
+            parts.append(own)
+    for pool, parts in zip(cache.pools.pools, held):
+        pool.check(np.concatenate(parts))
+
+
+def _check_lease(cache: PrefixCache, lease: Lease) -> None:
+    tree = cache.tree
+    if lease.lock is not None:
+        tree.check_receipt(lease.lock)
+    elif lease.tree_owned:
+        raise InvariantError(f"lease {lease.id} borrows from the tree without a lock")
+    if lease.lock is not None and lease.tree_owned:
+        node = lease.lock.node
+        full = tree.prefix_values(node, 0)[: lease.tree_owned]
+        if not np.array_equal(full, lease.allocated_slots[: lease.tree_owned]):
+            raise InvariantError(f"lease {lease.id} disagrees with the tree on its prefix")
+        if cache.swa is not None and lease.swa_start < lease.tree_owned:
+            swa = tree.values_between(node, cache.swa, lease.swa_start)[
+                : lease.tree_owned - lease.swa_start]
+            mine = lease.swa_buffer()[lease.swa_start : lease.tree_owned]
+            if not np.array_equal(swa, mine):
+                raise InvariantError(f"lease {lease.id} disagrees with the tree on its window")
+    if len(lease.allocated_slots) != cache._pages_for(lease.num_tokens):
+        raise InvariantError(f"lease {lease.id} holds the wrong number of pages")
+
+
+def snapshot(cache: PrefixCache) -> Any:
+    """The whole observable state as plain data."""
+    leases = tuple(
+        (lease.id, lease.state.value, lease.key_tokens(), lease.allocated_slots.tobytes(),
+         lease.swa_slots.tobytes(), lease.tree_owned, lease.swa_dropped, lease.state_slot,
+         tuple(sorted(lease.checkpoints.items())),
+         None if lease.lock is None else lease.lock.id)
+        for lease in cache.leases()
+    )
+    pools = tuple(pool.snapshot() for pool in cache.pools.pools) + (
+        cache.detached.held().tobytes(),)
+    return (snapshot_tree(cache.tree), pools, leases, tuple(sorted(cache.counters.items())),
+            tuple(tuple(sorted(e.items())) for e in cache.tree.evicted))

@@ -1,0 +1,70 @@
+"""The slot pools of a cache, one per component, and making room in them by eviction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..core.tree import TreeCore
+from ..errors import InvariantError, OutOfSlotsError
+from ..memory import SlotPool, SlotPoolConfig
+from .config import CacheConfig
+
+
+class ComponentPools:
+    """``pools[c]`` holds the slots of component ``c`` (KV slots for FULL and SWA, state slots
+    for MAMBA). Room is made by evicting from the tree in the same order."""
+
+    def __init__(self, config: CacheConfig, tree: TreeCore) -> None:
+        self.tree = tree
+        self.pools = [
+            SlotPool(SlotPoolConfig(capacity=capacity, page_size=page, name=name))
+            for name, capacity, page in config.pool_capacities()
+        ]
+
+    def __getitem__(self, index: int) -> SlotPool:
+        return self.pools[index]
+
+    def ensure_room(self, needs: Sequence[int], pinned: Sequence[int] | None = None) -> None:
+        """Raise :class:`OutOfSlotsError` unless, for every pool, free slots plus what
+        eviction could free (unlocked values, less ``pinned``: what a lock about to be taken
+        will protect) cover ``needs``. Pure; O(components)."""
+        tree = self.tree
+        for index, (pool, need) in enumerate(zip(self.pools, needs)):
+            if need <= pool.available:
+                continue
+            evictable = tree.cached[index] - tree.protected[index]
+            if pinned is not None:
+                evictable -= pinned[index]
+            if pool.available + evictable < need:
+                raise OutOfSlotsError(
+                    f"{pool.name}: need {need} slots but only {pool.available} are free and "
+                    f"{evictable} evictable (capacity {pool.capacity})"
+                )
+
+    def allocate(self, needs: Sequence[int]) -> list[np.ndarray]:
+        """Allocate ``needs[c]`` slots (whole pages) in each pool, evicting first where short.
+        Call :meth:`ensure_room` first: then this cannot fail."""
+        for _ in range(len(self.pools) + 1):
+            short = [max(0, need - pool.available) for pool, need in zip(self.pools, needs)]
+            if not any(short):
+                break
+            self.free_all(self.tree.evict(short).freed)
+        allocated = []
+        for pool, need in zip(self.pools, needs):
+            slots = pool.alloc(need)
+            if slots is None:  # ensure_room proved this cannot happen
+                raise InvariantError(f"{pool.name}: could not allocate {need} after eviction")
+            allocated.append(slots)
+        return allocated
+
+    def free_all(self, slots: Sequence[np.ndarray]) -> None:
+        """Give each component's slots back to its pool."""
+        for pool, part in zip(self.pools, slots):
+            if len(part):
+                pool.free(part)
+
+    def reset(self) -> None:
+        for pool in self.pools:
+            pool.reset()

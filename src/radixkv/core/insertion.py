@@ -1,0 +1,167 @@
+"""Insert and split: how keys and the callers' slots enter the tree."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import InvalidSlotsError
+from .keys import Namespace
+from .node import Node
+from .state import TreeState
+from .types import TreeInsert
+
+
+class Inserter(TreeState):
+    """The insert path of the tree."""
+
+    def insert(
+        self,
+        key: bytes,
+        inputs: Sequence[object],
+        namespace: Namespace,
+        *,
+        borrowed: int = 0,
+        priority: int = 0,
+        ttl: int | None = None,
+    ) -> TreeInsert:
+        """Insert ``key`` (whole pages) with each component's input (see its ``adopt``).
+
+        Each component adopts what the tree lacks (new nodes, revival of evicted values or
+        tombstones) and returns the caller's duplicates in ``freed`` — never positions below
+        ``borrowed``, which the caller borrowed from the tree. Components may cut the key
+        short (``length``) and ask for node boundaries (checkpoints); splits happen only
+        there and where the key leaves an edge. Cost: O(depth) plus O(new elements) in C.
+        Raises :class:`InvalidSlotsError` (nothing changed) on malformed inputs.
+        """
+        length = self._check_insert(key, inputs)
+        limit, cuts = self._plan(inputs, length, borrowed)
+        root = self.root(namespace)
+        self.tick += 1
+        ttl = self.config.default_ttl if ttl is None else ttl
+        freed: list[list[np.ndarray]] = [[] for _ in self.components]
+        node, new_length, unit = root, 0, self.unit
+        while node.end < limit:
+            stop = cuts[bisect.bisect_right(cuts, node.end)]
+            child = node.children.get(key[node.end * unit : node.end * unit + self.page_bytes])
+            if child is None:
+                child = self._add_leaf(node, key[node.end * unit : stop * unit], priority, ttl)
+                new_length += child.length
+            else:
+                shared = self._shared(child, key, stop * unit)
+                if shared < child.length:
+                    child = self._split(child, shared)
+            self._absorb(child, inputs, borrowed, freed, priority)
+            node = child
+        return TreeInsert(node, limit, new_length, [self._join(parts) for parts in freed])
+
+    def _check_insert(self, key: bytes, inputs: Sequence[object]) -> int:
+        if len(key) % self.page_bytes:
+            raise InvalidSlotsError("insert key must be a whole number of pages")
+        if len(inputs) != len(self.components):
+            raise InvalidSlotsError(
+                f"expected {len(self.components)} component inputs, got {len(inputs)}"
+            )
+        length = len(key) // self.unit
+        for component, data in zip(self.components, inputs):
+            component.check_input(data, length)
+        return length
+
+    def _plan(self, inputs: Sequence[object], length: int, borrowed: int) -> tuple[int, list[int]]:
+        """How far to insert, and the sorted positions that must become node boundaries
+        (always ending with the limit itself)."""
+        limit = length
+        for component, data in zip(self.components, inputs):
+            limit = min(limit, component.insert_limit(data, length, borrowed))
+        cuts = {limit}
+        for component, data in zip(self.components, inputs):
+            cuts.update(p for p in component.cut_points(data, limit, borrowed) if 0 < p < limit)
+        return limit, sorted(cuts)
+
+    def _shared(self, child: Node, key: bytes, stop: int) -> int:
+        """Elements of ``child``'s edge that ``key[child.start:stop]`` (bytes) shares."""
+        edge, offset = child.key, child.start * self.unit
+        if offset + len(edge) <= stop and key[offset : offset + len(edge)] == edge:
+            return child.length
+        return self._common_prefix(edge, key, offset, stop) // self.unit
+
+    def _common_prefix(self, edge: bytes, key: bytes, pos: int, stop: int) -> int:
+        """Bytes shared by ``edge`` and ``key[pos:stop]`` (whole pages, at least the first),
+        found by halving: only the still-unknown middle segment is compared each round."""
+        page_bytes = self.page_bytes
+        low = 1
+        high = min(len(edge), stop - pos) // page_bytes
+        while low < high:
+            mid = (low + high + 1) // 2
+            a, b = low * page_bytes, mid * page_bytes
+            if edge[a:b] == key[pos + a : pos + b]:
+                low = mid
+            else:
+                high = mid - 1
+        return low * page_bytes
+
+    def _add_leaf(self, parent: Node, key: bytes, priority: int, ttl: int) -> Node:
+        leaf = Node(next(self._ids), parent, key, parent.end, len(key) // self.unit,
+                    len(self.components), parent.namespace)
+        leaf.created = leaf.last_access = self.tick
+        leaf.priority, leaf.ttl, leaf.expiry = priority, ttl, self.tick + ttl
+        parent.children[key[: self.page_bytes]] = leaf
+        self.nodes[leaf.id] = leaf
+        return leaf
+
+    def _absorb(
+        self,
+        node: Node,
+        inputs: Sequence[object],
+        borrowed: int,
+        freed: list[list[np.ndarray]],
+        priority: int,
+    ) -> None:
+        changed = False
+        for component, data in zip(self.components, inputs):
+            value, duplicate = component.adopt(node, data, borrowed)
+            if value is not None:
+                self._set_value(node, component.index, value)
+                changed = True
+            if duplicate is not None and len(duplicate):
+                freed[component.index].append(duplicate)
+        node.last_access = self.tick
+        node.expiry = self.tick + node.ttl
+        node.priority = max(node.priority, priority)
+        for queue in self.queues:
+            queue.touch(node)
+        if changed:
+            self._refresh(node)
+            assert node.parent is not None
+            self._refresh(node.parent)
+
+    def _split(self, node: Node, upper_length: int) -> Node:
+        """Cut ``node`` after ``upper_length`` elements; ``node`` stays the lower half (its
+        handle and the locks ending on it stay valid) and the new upper half is returned."""
+        cut = upper_length * self.unit
+        parent = node.parent
+        assert parent is not None
+        upper = Node(next(self._ids), parent, node.key[:cut], node.start, upper_length,
+                     len(self.components), node.namespace)
+        for component in self.components:
+            index = component.index
+            upper.values[index], node.values[index] = component.split_value(
+                node.values[index], upper_length
+            )
+        upper.locks = node.locks.copy()
+        upper.last_access, upper.created, upper.hits = node.last_access, node.created, node.hits
+        upper.priority, upper.ttl, upper.expiry = node.priority, node.ttl, node.expiry
+        if node.hashes is not None:
+            pages = upper_length // self.page_size
+            upper.hashes, node.hashes = node.hashes[:pages], node.hashes[pages:]
+        node.key, node.start, node.length = node.key[cut:], node.start + upper_length, \
+            node.length - upper_length
+        node.parent = upper
+        parent.children[upper.key[: self.page_bytes]] = upper
+        upper.children[node.key[: self.page_bytes]] = node
+        self.nodes[upper.id] = upper
+        self._refresh(upper)
+        self._refresh(node)
+        return upper

@@ -1,0 +1,108 @@
+"""TreeState: the data of a TreeCore and the bookkeeping every operation shares."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import ConfigError, StaleHandleError
+from .config import TreeConfig
+from .event_log import EventLog
+from .keys import Namespace
+from .node import Node
+from .policy import EvictionQueue, make_policy
+from .types import Lock
+
+if TYPE_CHECKING:  # components import the node module of this package
+    from ..components.base import Component
+
+NO_SLOTS = np.zeros(0, dtype=np.int64)
+EVICTION_REASONS = ("budget", "cascade", "removal")
+
+
+class TreeState:
+    """Nodes, roots, queues, ledgers, locks and the clock of one tree.
+
+    Ledgers: ``cached[c]`` is the size of every value of component ``c``; ``protected[c]``
+    the part on nodes it has locked. ``evicted[c][reason]`` counts what eviction took, by
+    reason: ``budget`` (asked for), ``cascade`` (a lighter value on a node that lost a
+    heavier one), ``removal`` (a node removed whole); it survives ``reset()``.
+    """
+
+    def __init__(self, config: TreeConfig, components: Sequence[Component]) -> None:
+        if not components:
+            raise ConfigError("a tree needs at least one component")
+        self.config = config
+        self.page_size = config.page_size
+        self.unit = 8 if config.bigram else 4
+        self.page_bytes = self.page_size * self.unit
+        self.components = list(components)
+        for index, component in enumerate(self.components):
+            component.bind(index, config.page_size)
+        self.policy = make_policy(config.policy)
+        self.queues = [EvictionQueue(self.policy) for _ in self.components]
+        self.log = EventLog(self, config.events)
+        self._owner = object()
+        self._ids = itertools.count(1)
+        self._lock_ids = itertools.count(1)
+        self.evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
+        self._init_state()
+
+    def _init_state(self) -> None:
+        count = len(self.components)
+        self.roots: dict[Namespace, Node] = {}
+        self.nodes: dict[int, Node] = {}
+        self.live_locks: dict[int, Lock] = {}
+        self.cached = [0] * count
+        self.protected = [0] * count
+        self.tick = 0
+
+    def root(self, namespace: Namespace) -> Node:
+        """The root of ``namespace``, created on first use (a root holds no key or value)."""
+        root = self.roots.get(namespace)
+        if root is None:
+            root = Node(next(self._ids), None, b"", 0, 0, len(self.components), namespace)
+            self.roots[namespace] = root
+            self.nodes[root.id] = root
+        return root
+
+    def node(self, node_id: int) -> Node:
+        """The live node behind a handle; raises :class:`StaleHandleError` if it is gone (or
+        is not a handle at all)."""
+        if isinstance(node_id, bool) or not isinstance(node_id, (int, np.integer)):
+            raise StaleHandleError(f"a node handle is an int NodeId, got {node_id!r}")
+        node = self.nodes.get(int(node_id))
+        if node is None:
+            raise StaleHandleError(f"node {node_id!r} no longer exists (evicted or reset)")
+        return node
+
+    def _set_value(self, node: Node, index: int, value: np.ndarray) -> None:
+        node.values[index] = value
+        size = self.components[index].value_size(node)
+        self.cached[index] += size
+        if node.locks[index]:
+            self.protected[index] += size
+        if self.log.enabled and self.components[index].publishes_events:
+            self.log.stored(node)
+
+    def _refresh(self, node: Node) -> None:
+        """Put ``node`` in or out of each component's candidate queue."""
+        for index in range(len(self.components)):
+            self._refresh_component(node, index)
+
+    def _refresh_component(self, node: Node, index: int) -> None:
+        queue = self.queues[index]
+        if self.components[index].is_candidate(node):
+            if node not in queue:
+                queue.add(node)
+        else:
+            queue.discard(node)
+
+    @staticmethod
+    def _join(parts: list[np.ndarray]) -> np.ndarray:
+        if not parts:
+            return NO_SLOTS
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
