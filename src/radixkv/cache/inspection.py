@@ -98,7 +98,6 @@ def snapshot(cache: PrefixCache) -> Any:
          None if lease.lock is None else lease.lock.id)
         for lease in cache.leases()
     )
-    pools = tuple(pool.snapshot() for pool in cache.pools.pools) + (
-        cache.detached.held().tobytes(),)
+    pools = (*(pool.snapshot() for pool in cache.pools.pools), cache.detached.held().tobytes())
     return (snapshot_tree(cache.tree), pools, leases, tuple(sorted(cache.counters.items())),
             tuple(tuple(sorted(e.items())) for e in cache.tree.evicted))

@@ -188,14 +188,17 @@ class PrefixCache:
         return new_slots
 
     def slide_window(self, lease: Lease) -> int:
-        """Release the lease's own SWA pages that lie wholly before its last W tokens (they
-        left the window); they will be cached as tombstones. Returns the slots released."""
+        """Release the lease's own SWA pages that lie wholly before the last W tokens of what
+        the lease could cache now (its whole pages of key): those left the window and will
+        be cached as tombstones. Returns the slots released."""
         self._check_active(lease)
         if self.swa is None:
             raise LeaseError("this cache has no SWA component")
         window = self.config.sliding_window
         assert window is not None
-        dropped = max(0, lease.num_tokens - window)
+        # keep the window of the longest prefix finish could cache now (whole pages of key)
+        cacheable = len(self._key(lease.tokens)) // self.tree.unit
+        dropped = max(0, cacheable - window)
         dropped -= dropped % self.page_size
         held_from = max(lease.tree_owned, lease.swa_dropped)
         if dropped <= lease.swa_dropped:

@@ -70,6 +70,11 @@ class Component(ABC):
         (default: an unlocked leaf that lost it is useless)."""
         return not node.children and not any(node.locks)
 
+    def useless_leaf(self, node: Node) -> bool:
+        """Whether ``node``, as a leaf, can never end a usable prefix for this component (so
+        eviction removes it whole once it becomes an unlocked leaf)."""
+        return False
+
     def value_size(self, node: Node) -> int:
         """Ledger size of the value on ``node`` (tokens for per-token values)."""
         return node.length

@@ -34,6 +34,9 @@ class MambaComponent(Component):
     def lock_boundary(self, node: Node, end: int) -> int:
         return node.start
 
+    def useless_leaf(self, node: Node) -> bool:
+        return node.values[self.index] is None
+
     def is_candidate(self, node: Node) -> bool:
         index = self.index
         return node.values[index] is not None and not node.locks[index] and node.parent is not None

@@ -58,6 +58,9 @@ class SlidingWindowComponent(Component):
             current = current.parent
         return current.start if current.parent is not None else 0
 
+    def useless_leaf(self, node: Node) -> bool:
+        return node.values[self.index] is None
+
     def is_candidate(self, node: Node) -> bool:
         index = self.index
         return node.values[index] is not None and not node.locks[index] and node.parent is not None
@@ -68,6 +71,11 @@ class SlidingWindowComponent(Component):
         super().check_input(data.slots, length)
         if data.live_from < 0 or data.live_from % self.page_size:
             raise InvalidSlotsError(f"swa live_from {data.live_from} is not a page boundary")
+
+    def insert_limit(self, data: object, length: int, borrowed: int) -> int:
+        assert isinstance(data, WindowInput)
+        # a new tail that already left the window is a tombstoned leaf no match can end in
+        return length if data.live_from < length else min(borrowed, length)
 
     def cut_points(self, data: object, limit: int, borrowed: int) -> Iterable[int]:
         assert isinstance(data, WindowInput)

@@ -39,12 +39,24 @@ class Evictor(TreeState):
     ) -> None:
         for index in range(first, len(self.components)):
             self._drop(node, index, "budget" if index == first else "cascade", freed, evicted)
-        if self.components[first].removes_node(node):
-            for index in range(first):
-                self._drop(node, index, "removal", freed, evicted)
-            self._remove(node)
-        else:
+        if not self.components[first].removes_node(node):
             self._refresh(node)
+            return
+        for index in range(first):
+            self._drop(node, index, "removal", freed, evicted)
+        parent = node.parent
+        self._remove(node)
+        while parent is not None and self._useless(parent):
+            for index in range(len(self.components)):
+                self._drop(parent, index, "removal", freed, evicted)
+            node, parent = parent, parent.parent
+            self._remove(node)
+
+    def _useless(self, node: Node) -> bool:
+        """An unlocked leaf (not a root) that some component can never end a match in."""
+        if node.parent is None or node.children or any(node.locks) or node.id not in self.nodes:
+            return False
+        return any(component.useless_leaf(node) for component in self.components)
 
     def _drop(
         self, node: Node, index: int, reason: str, freed: list[list[np.ndarray]],
