@@ -6,6 +6,7 @@ request's life-cycle is ``admit`` → ``extend``/``commit`` → ``finish`` (or `
 
 from . import errors
 from .cache import (
+    Allocation,
     CacheConfig,
     CacheStats,
     ComponentStats,
@@ -19,6 +20,7 @@ from .core import AllBlocksCleared, BlockRemoved, BlockStored, Lock, NodeId
 __version__ = "0.1.0"
 
 __all__ = [
+    "Allocation",
     "AllBlocksCleared",
     "BlockRemoved",
     "BlockStored",

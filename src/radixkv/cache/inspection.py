@@ -12,7 +12,7 @@ from .lease import Lease
 from .results import CacheStats, ComponentStats
 
 if TYPE_CHECKING:
-    from .prefix_cache import PrefixCache
+    from .base import CacheBase as PrefixCache
 
 COUNTERS = ("matches", "match_tokens", "hit_tokens", "admitted", "finished", "aborted",
             "inserted_tokens", "checkpoints_created", "checkpoints_used")
@@ -58,8 +58,8 @@ def check(cache: PrefixCache) -> None:
     """Raise :class:`InvariantError` on any inconsistency between tree, pools and leases."""
     tree = cache.tree
     check_tree(tree)
-    held = [[tree.all_values(index)] for index in range(len(tree.components))]
-    held[0].append(cache.detached.held())
+    held = [[tree.all_values(index), detached.held()]
+            for index, detached in enumerate(cache.detached)]
     for lease in cache.leases():
         _check_lease(cache, lease)
         for parts, own in zip(held, held_by_lease(cache, lease)):
@@ -85,7 +85,7 @@ def _check_lease(cache: PrefixCache, lease: Lease) -> None:
             mine = lease.swa_buffer()[lease.swa_start : lease.tree_owned]
             if not np.array_equal(swa, mine):
                 raise InvariantError(f"lease {lease.id} disagrees with the tree on its window")
-    if len(lease.allocated_slots) != cache._pages_for(lease.num_tokens):
+    if len(lease.allocated_slots) != cache.pages_for(lease.num_tokens):
         raise InvariantError(f"lease {lease.id} holds the wrong number of pages")
 
 
@@ -98,6 +98,9 @@ def snapshot(cache: PrefixCache) -> Any:
          None if lease.lock is None else lease.lock.id)
         for lease in cache.leases()
     )
-    pools = (*(pool.snapshot() for pool in cache.pools.pools), cache.detached.held().tobytes())
+    pools = tuple(
+        (pool.snapshot(), detached.held().tobytes())
+        for pool, detached in zip(cache.pools.pools, cache.detached)
+    )
     return (snapshot_tree(cache.tree), pools, leases, tuple(sorted(cache.counters.items())),
             tuple(tuple(sorted(e.items())) for e in cache.tree.evicted))

@@ -1,0 +1,181 @@
+"""CacheBase: the state of a PrefixCache and what every part of it shares (match, locks,
+eviction, inspection). The request life-cycle and the caller-held path are mixins on it."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from ..core.events import KVEvent
+from ..core.keys import Namespace, pack_tokens, validate_namespace, validate_tokens
+from ..core.tree import TreeCore
+from ..core.types import Lock, NodeId, TreeMatch
+from ..errors import InvalidArgumentError
+from . import inspection
+from .config import CacheConfig
+from .detached import DetachedSlots
+from .lease import Lease, LeaseState
+from .pools import ComponentPools
+from .results import CacheStats, MatchResult
+
+FULL = 0
+"""Index of the FULL component: always the first."""
+
+
+class CacheBase:
+    """Pools, tree, leases and counters of a cache; see :class:`~radixkv.PrefixCache`."""
+
+    def __init__(self, config: CacheConfig) -> None:
+        if not isinstance(config, CacheConfig):
+            raise TypeError(f"expected a CacheConfig, got {type(config).__name__}")
+        self.config = config
+        self.page_size = config.page_size
+        self.tree = TreeCore(config.tree_config(), config.make_components())
+        self.pools = ComponentPools(config, self.tree)
+        self.pool = self.pools[FULL]
+        kinds = [component.kind for component in self.tree.components]
+        self.swa = kinds.index("swa") if "swa" in kinds else None
+        self.mamba = kinds.index("mamba") if "mamba" in kinds else None
+        self._owner = object()
+        self._lease_ids = itertools.count(1)
+        self._leases: dict[int, Lease] = {}
+        self.counters = dict.fromkeys(inspection.COUNTERS, 0)
+        self.detached = [DetachedSlots(pool.num_pages, pool.page_size) for pool in self.pools.pools]
+
+    # ------------------------------------------------------------------ keys and match
+
+    def _key(self, tokens: np.ndarray, length: int | None = None) -> bytes:
+        """Packed key of the first ``length`` tokens, cut down to whole pages."""
+        key = pack_tokens(tokens if length is None else tokens[:length], self.config.bigram)
+        return key[: len(key) - len(key) % self.tree.page_bytes]
+
+    def match(self, tokens: Any, namespace: Any = None) -> MatchResult:
+        """Longest cached prefix of ``tokens`` usable by every component.
+
+        Never changes the tree's structure; refreshes recency along the prefix and counts a
+        hit. Cost O(depth) plus one concatenation of the prefix slots. Raises
+        :class:`InvalidTokensError` / :class:`InvalidNamespaceError` on bad input.
+        """
+        array = validate_tokens(tokens)
+        found = self.tree.match(self._key(array), validate_namespace(namespace))
+        self._count_match(len(array), found.length)
+        return MatchResult(
+            length=found.length,
+            slots=self.tree.path_values(found, FULL),
+            node=None if found.node is None else NodeId(found.node.id),
+            mamba_slot=self._state_at(found),
+            checkpoint_hints=self._hints(found, len(array)),
+        )
+
+    def _count_match(self, queried: int, hit: int) -> None:
+        self.counters["matches"] += 1
+        self.counters["match_tokens"] += queried
+        self.counters["hit_tokens"] += hit
+
+    def _state_at(self, found: TreeMatch) -> int | None:
+        if self.mamba is None or found.node is None:
+            return None
+        state = found.node.values[self.mamba]
+        return None if state is None else int(state[0])
+
+    def _hints(self, found: TreeMatch, num_tokens: int) -> tuple[int, ...]:
+        """Where to save MAMBA states while prefilling: every track interval past the match,
+        the branch point (where the prompt leaves the cached tree: the next request sharing
+        this prefix branches there too), and the last page boundary of the prompt."""
+        if self.mamba is None:
+            return ()
+        interval = self.config.mamba_track_interval
+        assert interval is not None
+        end = num_tokens - num_tokens % self.page_size
+        hints = set(range(found.length - found.length % interval + interval, end + 1, interval))
+        if found.length < found.branch < end:
+            hints.add(found.branch)
+        if end > found.length:
+            hints.add(end)
+        return tuple(sorted(hints))
+
+    def _needs(self, fresh: int, state: int = 0) -> list[int]:
+        """Slots each pool must provide for ``fresh`` new token slots and ``state`` states."""
+        needs = [fresh] * len(self.tree.components)
+        if self.mamba is not None:
+            needs[self.mamba] = state
+        return needs
+
+    def pages_for(self, num_tokens: int) -> int:
+        """Slots (whole pages) needed for ``num_tokens`` tokens."""
+        page = self.page_size
+        return -(-num_tokens // page) * page
+
+    # ------------------------------------------------------------------ locks, eviction
+
+    def lock(self, node: NodeId) -> Lock:
+        """Pin the prefix ending at ``node`` so it cannot be evicted; O(depth).
+        Raises :class:`StaleHandleError` if the node is gone."""
+        return self.tree.lock(self.tree.node(node))
+
+    def unlock(self, receipt: Lock) -> None:
+        """Undo exactly what ``receipt`` pinned. Raises :class:`LockError` when it was
+        already released or belongs to another cache."""
+        self.tree.unlock(receipt)
+
+    def evict(self, full: int = 0, swa: int = 0, mamba: int = 0) -> dict[str, int]:
+        """Evict at least ``full`` FULL tokens, ``swa`` SWA tokens and ``mamba`` states in
+        policy order (or all that is evictable), with the cascade FULL → SWA → MAMBA.
+        Returns what was freed per component kind."""
+        budgets = {"full": full, "swa": swa, "mamba": mamba}
+        for name, value in budgets.items():
+            _check_int(name, value, minimum=0)
+        kinds = [component.kind for component in self.tree.components]
+        result = self.tree.evict([budgets[kind] for kind in kinds])
+        self.pools.free_all(result.freed)
+        return dict(zip(kinds, result.evicted))
+
+    # ------------------------------------------------------------------ inspection
+
+    def stats(self) -> CacheStats:
+        """Counters and per-component size ledgers; O(components + leases)."""
+        return inspection.stats(self)
+
+    def take_events(self) -> list[KVEvent]:
+        """Drain the tree's queued KV events (empty when events are off)."""
+        return self.tree.take_events()
+
+    def reset(self) -> None:
+        """Drop everything cached; active leases become invalid, every slot is free again.
+        Node handles are never reused afterwards."""
+        self.tree.reset()
+        self.pools.reset()
+        for detached in self.detached:
+            detached.reset()
+        for lease in self._leases.values():
+            lease.state = LeaseState.INVALIDATED
+            lease.lock = None
+        self._leases.clear()
+
+    def check_invariants(self) -> None:
+        """Audit tree, pools and leases from scratch; raise :class:`InvariantError` on any
+        inconsistency. O(nodes + slots)."""
+        inspection.check(self)
+
+    def snapshot(self) -> Any:
+        """The whole observable state as plain data (tree, pools, leases, counters)."""
+        return inspection.snapshot(self)
+
+    def leases(self) -> list[Lease]:
+        """Active leases, oldest first."""
+        return list(self._leases.values())
+
+    def namespace_of(self, namespace: Any) -> Namespace:
+        """Validate and normalize a namespace (``None`` is the default one)."""
+        return validate_namespace(namespace)
+
+
+def _check_int(
+    name: str, value: object, *, minimum: int | None = None, maximum: int | None = None
+) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise InvalidArgumentError(f"{name}={value} is outside [{minimum}, {maximum}]")

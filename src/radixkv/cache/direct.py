@@ -1,0 +1,147 @@
+"""The caller-held path: engines that keep their own request records allocate slots, run the
+model, then hand tokens and slots to the tree in one insert (the shape of SGLang's API)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..components.swa import WindowInput
+from ..core.keys import validate_namespace, validate_tokens
+from ..errors import ConfigError, InvalidSlotsError
+from ..memory import as_slot_array
+from .base import FULL, CacheBase, _check_int
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """Slots a caller holds outside any lease: FULL slots (whole pages), the SWA slots of the
+    same tokens (SWA caches) and one MAMBA state slot (when asked for)."""
+
+    full: np.ndarray
+    swa: np.ndarray | None = None
+    state: int | None = None
+
+
+class Direct(CacheBase):
+    """allocate → (run the model) → insert, or release."""
+
+    def allocate(
+        self, num_tokens: int, *, state: bool = False, evict: bool = True
+    ) -> Allocation | None:
+        """Allocate slots for ``num_tokens`` tokens (whole pages; SWA alongside) and, with
+        ``state``, a MAMBA state slot. Evicts as needed, or with ``evict=False`` returns
+        ``None`` when the pools are short. Raises :class:`OutOfSlotsError` (nothing changed)
+        when even eviction cannot make room. The caller holds the slots until it passes
+        them to :meth:`insert` or :meth:`release`."""
+        _check_int("num_tokens", num_tokens, minimum=0)
+        if state and self.mamba is None:
+            raise ConfigError("state=True needs the 'mamba' component")
+        needs = self._needs(self.pages_for(num_tokens), state=int(state))
+        if not evict and any(n > pool.available for n, pool in zip(needs, self.pools.pools)):
+            return None
+        self.pools.ensure_room(needs)
+        slots = self.pools.allocate(needs)
+        for detached, part in zip(self.detached, slots):
+            detached.mark(part)
+        return Allocation(
+            full=slots[FULL],
+            swa=None if self.swa is None else slots[self.swa],
+            state=None if self.mamba is None or not state else int(slots[self.mamba][0]),
+        )
+
+    def release(self, slots: Allocation | Any) -> None:
+        """Give back caller-held slots unused (an :class:`Allocation`, or FULL slots)."""
+        parts = self._parts(self._as_allocation(slots))
+        self._check_held(parts)
+        self._return(parts)
+
+    def insert(
+        self, tokens: Any, slots: Allocation | Any, namespace: Any = None, *,
+        priority: int = 0, ttl: int | None = None,
+    ) -> int:
+        """Cache ``tokens`` with caller-held slots: an :class:`Allocation`, or for FULL-only
+        caches a FULL slot array (numpy or torch) of one whole page per page of tokens. The
+        tree keeps what it lacks; duplicates, the partial tail page and an unused state go
+        back to the pools, so the caller holds none of the slots afterwards. With MAMBA the
+        allocation's state is the checkpoint at the last whole page (no state: nothing is
+        cached). Returns the tokens the tree now holds for this key. Raises
+        :class:`InvalidSlotsError` / :class:`InvalidSlotsTypeError` (nothing changed) for
+        slots of the wrong type, dtype or length, or not held by the caller."""
+        array = validate_tokens(tokens)
+        space = validate_namespace(namespace)
+        _check_int("priority", priority)
+        if ttl is not None:
+            _check_int("ttl", ttl, minimum=0)
+        allocation = self._as_allocation(slots)
+        parts = self._parts(allocation)
+        self._check_lengths(parts, len(array))
+        self._check_held(parts)
+        key = self._key(array)
+        length = len(key) // self.tree.unit
+        result = self.tree.insert(key, self._direct_inputs(allocation, length), space,
+                                  priority=priority, ttl=ttl)
+        leftovers = [np.concatenate((freed, part[result.length :])) if index != self.mamba
+                     else self._unused_state(freed, allocation, length)
+                     for index, (freed, part) in enumerate(zip(result.freed, parts))]
+        for detached, part in zip(self.detached, parts):
+            detached.unmark(part)
+        self.pools.free_all(leftovers)
+        self.counters["inserted_tokens"] += result.new_length
+        return result.length
+
+    def _as_allocation(self, slots: Allocation | Any) -> Allocation:
+        if isinstance(slots, Allocation):
+            return slots
+        if len(self.tree.components) > 1:
+            raise ConfigError("a hybrid cache takes an Allocation (FULL, SWA and state slots)")
+        return Allocation(full=as_slot_array(slots))
+
+    def _parts(self, allocation: Allocation) -> list[np.ndarray]:
+        """Per component, the slots of ``allocation`` (validated types)."""
+        parts = [as_slot_array(allocation.full)]
+        if self.swa is not None:
+            if allocation.swa is None:
+                raise InvalidSlotsError("this cache needs SWA slots in the allocation")
+            parts.append(as_slot_array(allocation.swa, what="swa slots"))
+        if self.mamba is not None:
+            state = allocation.state
+            parts.append(np.zeros(0, dtype=np.int64) if state is None else
+                         as_slot_array(np.array([state], dtype=np.int64), what="state"))
+        return parts
+
+    def _check_lengths(self, parts: list[np.ndarray], num_tokens: int) -> None:
+        expected = self.pages_for(num_tokens)
+        for index, part in enumerate(parts):
+            if index != self.mamba and len(part) != expected:
+                raise InvalidSlotsError(
+                    f"{len(part)} slots for {num_tokens} tokens; expected {expected} "
+                    f"(whole pages)")
+
+    def _check_held(self, parts: list[np.ndarray]) -> None:
+        for detached, part in zip(self.detached, parts):
+            detached.check(part)
+
+    def _return(self, parts: list[np.ndarray]) -> None:
+        for detached, part in zip(self.detached, parts):
+            detached.unmark(part)
+        self.pools.free_all(parts)
+
+    def _direct_inputs(self, allocation: Allocation, length: int) -> list[object]:
+        inputs: list[object] = [as_slot_array(allocation.full)[:length]]
+        if self.swa is not None:
+            assert allocation.swa is not None
+            inputs.append(WindowInput(as_slot_array(allocation.swa)[:length], 0))
+        if self.mamba is not None:
+            state = allocation.state
+            inputs.append({length: state} if state is not None and length else {})
+        return inputs
+
+    @staticmethod
+    def _unused_state(freed: np.ndarray, allocation: Allocation, length: int) -> np.ndarray:
+        """The state slot goes back unless the tree took it (or returned it as a duplicate)."""
+        if allocation.state is not None and not length:
+            return np.array([allocation.state], dtype=np.int64)
+        return freed

@@ -1,0 +1,50 @@
+"""The resident pages of a cache as BlockStored events, parents first (for republishing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ..core.events import BlockStored
+from ..core.hashing import event_id, page_digests
+from ..core.keys import unpack_tokens
+
+if TYPE_CHECKING:
+    from ..cache.prefix_cache import PrefixCache
+    from ..core.node import Node
+
+
+def resident_pages(cache: PrefixCache) -> Iterator[BlockStored]:
+    """One BlockStored per node whose value of a publishing component (FULL, by default)
+    is held, walking each namespace's tree depth-first so every parent comes before its
+    children. A subtree under a node that holds no such value is skipped: its pages would
+    name a parent the router was never told about. Cost: O(nodes) plus one SHA-256 per
+    page not hashed yet."""
+    tree = cache.tree
+    indices = [i for i, component in enumerate(tree.components) if component.publishes_events]
+    if not indices:
+        return
+    index = indices[0]
+    page_bytes = tree.page_bytes
+    bigram = tree.config.bigram
+    medium = tree.config.medium
+    for root in list(tree.roots.values()):
+        stack: list[tuple[Node, int | None]] = [
+            (child, None) for child in reversed(list(root.children.values()))
+        ]
+        while stack:
+            node, parent_hash = stack.pop()
+            if node.values[index] is None:
+                continue
+            hashes = [event_id(digest) for digest in page_digests(node, page_bytes)]
+            if not hashes:
+                continue
+            yield BlockStored(
+                block_hashes=hashes,
+                parent_block_hash=parent_hash,
+                token_ids=unpack_tokens(node.key, bigram),
+                block_size=tree.page_size,
+                medium=medium,
+                namespace=node.namespace,
+            )
+            stack.extend((child, hashes[-1]) for child in reversed(list(node.children.values())))

@@ -1,0 +1,157 @@
+"""The exactness harness: a cached run compared, logit by logit, with an uncached one.
+
+:func:`verify` runs a workload through :class:`Engine` over a :class:`PrefixCache`, then
+runs every request's prompt from scratch (:mod:`reference`) and checks that every logits
+row the engine computed has exactly the same bits as the uncached row of that position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..cache import CacheConfig, PrefixCache
+from .engine import Engine, EngineStats, Progress
+from .reference import Reference
+from .requests import RequestRecord, RequestSpec
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """A request whose logits differ from the uncached run: ``rows`` positions differ
+    (the first at ``position``), by at most ``max_diff``; ``outputs`` whether the greedy
+    tokens differ too."""
+
+    rid: int
+    rows: int
+    position: int
+    max_diff: float
+    outputs: bool
+
+
+@dataclass
+class GroupVerdict:
+    """Totals of one request group and whether all its requests matched."""
+
+    group: str
+    requests: int = 0
+    prompt_tokens: int = 0
+    reused: int = 0
+    compared_rows: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.mismatches
+
+
+@dataclass
+class VerifyReport:
+    """Verdicts per group (in first-arrival order) and what the cache and engine did.
+
+    ``reused``: per component, what the cache lent: ``full`` prompt tokens of KV, ``swa``
+    tokens of window KV, ``mamba`` recurrent states (each skipping a whole prefix).
+    ``evicted``: per component, what eviction freed (tokens; states for MAMBA).
+    """
+
+    groups: list[GroupVerdict]
+    reused: dict[str, int]
+    evicted: dict[str, int]
+    engine: EngineStats
+    prompt_tokens: int
+    reused_tokens: int
+
+    @property
+    def passed(self) -> bool:
+        return all(group.passed for group in self.groups)
+
+    @property
+    def reuse_share(self) -> float:
+        """Share of prompt tokens whose KV came from the cache."""
+        return self.reused_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+def compare(record: RequestRecord, reference: Reference) -> Mismatch | None:
+    """Compare every row the engine computed for ``record`` with the uncached run of the
+    same prompt, bit for bit; ``None`` when all are identical."""
+    expected = reference(record.prompt, record.spec.decode)
+    computed = np.array(record.logits, dtype=np.float64)
+    wanted = expected.logits[record.first :]
+    same_outputs = tuple(record.outputs) == expected.outputs
+    if computed.shape == wanted.shape and computed.tobytes() == wanted.tobytes() and same_outputs:
+        return None
+    if computed.shape != wanted.shape:
+        return Mismatch(record.spec.rid, len(wanted), record.first, float("inf"), True)
+    differ = np.any(computed.view(np.int64) != wanted.view(np.int64), axis=1)
+    first = int(np.argmax(differ)) if differ.any() else 0
+    with np.errstate(invalid="ignore"):
+        diff = float(np.max(np.abs(computed - wanted)))
+    return Mismatch(record.spec.rid, int(differ.sum()), record.first + first, diff,
+                    not same_outputs)
+
+
+def verdicts(records: Sequence[RequestRecord], reference: Reference,
+             progress: Progress | None = None) -> list[GroupVerdict]:
+    """Compare every record; group the results."""
+    groups: dict[str, GroupVerdict] = {}
+    for index, record in enumerate(records):
+        verdict = groups.setdefault(record.spec.group, GroupVerdict(record.spec.group))
+        verdict.requests += 1
+        verdict.prompt_tokens += len(record.prompt)
+        verdict.reused += record.reused
+        verdict.compared_rows += len(record.logits)
+        mismatch = compare(record, reference)
+        if mismatch is not None:
+            verdict.mismatches.append(mismatch)
+        if progress is not None:
+            progress(index + 1, len(records))
+    return list(groups.values())
+
+
+def _reused(records: Sequence[RequestRecord]) -> dict[str, int]:
+    return {
+        "full": sum(record.reused for record in records),
+        "swa": sum(record.swa_reused for record in records),
+        "mamba": sum(record.state_reused for record in records),
+    }
+
+
+def verify(
+    reference: Reference,
+    cache_config: CacheConfig,
+    specs: Sequence[RequestSpec],
+    *,
+    chunk: int = 32,
+    max_running: int = 4,
+    engine: type[Engine] = Engine,
+    progress: Progress | None = None,
+) -> VerifyReport:
+    """Run ``specs`` with a fresh cache of ``cache_config`` and check them against the
+    uncached runs of ``reference``'s decoder. ``engine`` may be a subclass (e.g. a
+    deliberately broken one). ``progress`` sees the cached run's requests finish, then
+    their comparisons, out of twice the number of requests."""
+    cache = PrefixCache(cache_config)
+    runner = engine(reference.decoder, cache, chunk=chunk, max_running=max_running)
+    total = 2 * len(specs)
+
+    def ran(done: int, _: int) -> None:
+        if progress is not None:
+            progress(done, total)
+
+    def checked(done: int, _: int) -> None:
+        ran(len(specs) + done, total)
+
+    records = runner.run(specs, ran)
+    cache.check_invariants()
+    stats = cache.stats()
+    components = cache_config.components
+    return VerifyReport(
+        groups=verdicts(records, reference, checked),
+        reused={kind: count for kind, count in _reused(records).items() if kind in components},
+        evicted={kind: sum(stats.components[kind].evicted.values()) for kind in components},
+        engine=runner.stats,
+        prompt_tokens=sum(len(record.prompt) for record in records),
+        reused_tokens=sum(record.reused for record in records),
+    )

@@ -1,0 +1,64 @@
+"""The uncached run: every sequence computed from scratch, nothing shared.
+
+This is what a serving engine with caching disabled computes, and what every cached run is
+compared against. It uses the same :meth:`Decoder.step` on private pools (slot = position).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .decoder import Decoder, TokenSlots
+from .memory import Memory
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A prompt run from scratch: ``logits[p]`` is the logits row of position ``p`` (for
+    every prompt token and every fed-back output), ``outputs`` the greedy tokens."""
+
+    prompt: tuple[int, ...]
+    outputs: tuple[int, ...]
+    logits: np.ndarray
+
+
+def generate(decoder: Decoder, prompt: tuple[int, ...], decode: int) -> Generation:
+    """Run ``prompt`` then greedily ``decode`` (>= 1) tokens from scratch. The last output
+    is sampled but never fed back, so ``logits`` has ``len(prompt) + decode - 1`` rows."""
+    if not prompt or decode < 1:
+        raise ValueError("need a non-empty prompt and decode >= 1")
+    total = len(prompt) + decode - 1
+    memory = Memory.scratch(decoder.config, total)
+    window = decoder.config.window
+    rows = np.zeros((total, decoder.config.vocab_size), dtype=np.float64)
+    sequence = list(prompt)
+    outputs: list[int] = []
+    for position in range(total):
+        slots = TokenSlots(
+            full=np.arange(position + 1, dtype=np.int64),
+            window=np.arange(max(0, position - window), position + 1, dtype=np.int64),
+            state=0,
+        )
+        rows[position] = decoder.step(memory, sequence[position], position, slots)
+        if position >= len(prompt) - 1:
+            outputs.append(int(np.argmax(rows[position])))
+            sequence.append(outputs[-1])
+    return Generation(tuple(prompt), tuple(outputs), rows)
+
+
+class Reference:
+    """Memoized :func:`generate` for one decoder: a run of the same prompt is reused, so
+    the uncached side of several cached runs of one model is computed once."""
+
+    def __init__(self, decoder: Decoder) -> None:
+        self.decoder = decoder
+        self._runs: dict[tuple[tuple[int, ...], int], Generation] = {}
+
+    def __call__(self, prompt: tuple[int, ...], decode: int) -> Generation:
+        key = (prompt, decode)
+        run = self._runs.get(key)
+        if run is None:
+            run = self._runs[key] = generate(self.decoder, prompt, decode)
+        return run

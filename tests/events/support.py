@@ -1,0 +1,43 @@
+"""Shared helpers of the events tests: caches, free ports, bounded waiting."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from radixkv import CacheConfig, PrefixCache
+
+T = TypeVar("T")
+
+LOOPBACK = "tcp://127.0.0.1:0"
+"""Bind on loopback, port chosen by the OS (the publisher reports the real endpoint)."""
+
+
+def make_cache(page_size: int = 4, capacity: int = 256, **config: Any) -> PrefixCache:
+    return PrefixCache(CacheConfig(capacity=capacity, page_size=page_size, events=True, **config))
+
+
+def insert(cache: PrefixCache, tokens: list[int], namespace: object = None) -> int:
+    """Run one request through the cache (admit, then finish) and return what it holds."""
+    return int(cache.finish(cache.admit(tokens, namespace)))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def wait_for(probe: Callable[[], T], done: Callable[[T], bool], timeout: float = 10.0,
+             interval: float = 0.02) -> T:
+    """Call ``probe`` until ``done(result)`` or ``timeout`` seconds; return the last result
+    (the caller asserts on it, so a timeout fails with the last value seen)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if done(result) or time.monotonic() >= deadline:
+            return result
+        time.sleep(interval)
