@@ -25,7 +25,7 @@ def make_node(
     node.created = created
     node.hits = hits
     node.priority = priority
-    node.expiry = expiry
+    node.ttl = expiry - last_access  # tlru keys on last_access + ttl
     return node
 
 

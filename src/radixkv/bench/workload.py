@@ -10,6 +10,9 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 VOCAB = 32000
 QUERY_VOCAB = 32000  # a literal in the spec, independent of VOCAB
@@ -68,10 +71,11 @@ def queries(seqs: list[list[int]], populated: int) -> tuple[list[list[int]], dic
     return out, kinds
 
 
-def lock_targets(count: int, choices: int) -> list[int]:
-    """Indices into the lock_unlock node list (spec §5.4): ``count`` draws from Random(99)."""
+def lock_targets(nodes: list[T], count: int) -> list[T]:
+    """The lock_unlock targets (spec §5.4): ``count`` draws of ``choice(nodes)`` from
+    Random(99)."""
     rng = random.Random(99)
-    return [rng.randrange(choices) if False else rng.choice(range(choices)) for _ in range(count)]
+    return [rng.choice(nodes) for _ in range(count)]
 
 
 def digest(seqs: list[list[int]]) -> str:

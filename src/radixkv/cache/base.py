@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..core.events import KVEvent
-from ..core.keys import Namespace, pack_tokens, validate_namespace, validate_tokens
+from ..core.keys import Namespace, encode_tokens, key_of, validate_namespace
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import InvalidArgumentError
@@ -46,10 +46,11 @@ class CacheBase:
 
     # ------------------------------------------------------------------ keys and match
 
-    def _key(self, tokens: np.ndarray, length: int | None = None) -> bytes:
-        """Packed key of the first ``length`` tokens, cut down to whole pages."""
-        key = pack_tokens(tokens if length is None else tokens[:length], self.config.bigram)
-        return key[: len(key) - len(key) % self.tree.page_bytes]
+    def _key(self, packed: bytes, length: int | None = None) -> bytes:
+        """Tree key of the first ``length`` packed tokens (all by default), whole pages."""
+        if length is not None:
+            packed = packed[: 4 * length]
+        return key_of(packed, self.config.bigram, self.tree.page_bytes)
 
     def match(self, tokens: Any, namespace: Any = None) -> MatchResult:
         """Longest cached prefix of ``tokens`` usable by every component.
@@ -58,15 +59,18 @@ class CacheBase:
         hit. Cost O(depth) plus one concatenation of the prefix slots. Raises
         :class:`InvalidTokensError` / :class:`InvalidNamespaceError` on bad input.
         """
-        array = validate_tokens(tokens)
-        found = self.tree.match(self._key(array), validate_namespace(namespace))
-        self._count_match(len(array), found.length)
+        packed = encode_tokens(tokens)
+        found = self.tree.match(self._key(packed), validate_namespace(namespace))
+        self._count_match(len(packed) // 4, found.length)
+        node = found.node
+        if node is None:
+            return MatchResult(0, [], None, None, self._hints(found, len(packed) // 4))
         return MatchResult(
-            length=found.length,
-            slots=self.tree.path_values(found, FULL),
-            node=None if found.node is None else NodeId(found.node.id),
-            mamba_slot=self._state_at(found),
-            checkpoint_hints=self._hints(found, len(array)),
+            found.length,
+            [n.values[FULL] for n in found.path],  # type: ignore[misc]  # usable: never None
+            NodeId(node.id),
+            self._state_at(found),
+            self._hints(found, len(packed) // 4),
         )
 
     def _count_match(self, queried: int, hit: int) -> None:

@@ -136,8 +136,9 @@ class Lease:
 
     # ---------------------------------------------------------------- cache-internal updates
 
-    def append(self, tokens: np.ndarray, full: np.ndarray, swa: np.ndarray | None) -> None:
-        """Record tokens and the whole pages allocated for them (FULL, and SWA alongside)."""
+    def append(self, packed: bytes, full: np.ndarray, swa: np.ndarray | None) -> None:
+        """Record tokens (packed little-endian u32) and the whole pages allocated for them
+        (FULL, and SWA alongside)."""
         need = self._num_slots + len(full)
         if need > len(self._full):
             size = max(need, 2 * len(self._full))
@@ -150,7 +151,7 @@ class Lease:
             self._swa[self._num_slots : need] = swa
         self._full[self._num_slots : need] = full
         self._num_slots = need
-        self._tokens += tokens.astype("<u4", copy=False).tobytes()
+        self._tokens += packed
 
     def adopt_prefix(self, full: np.ndarray) -> None:
         """The tree now owns the first ``len(full)`` tokens, with these FULL slots."""

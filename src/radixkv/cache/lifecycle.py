@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..components.swa import WindowInput
-from ..core.keys import validate_namespace, validate_tokens
+from ..core.keys import encode_tokens, validate_namespace
 from ..core.node import Node
 from ..core.types import TreeInsert, TreeMatch
 from ..errors import InvalidArgumentError, LeaseError
@@ -27,26 +27,27 @@ class Lifecycle(CacheBase):
         with MAMBA, a working state slot). Evicts as needed. Raises :class:`OutOfSlotsError`
         (nothing changed, not even recency) when even evicting everything evictable cannot
         make room."""
-        array = validate_tokens(tokens)
+        packed = encode_tokens(tokens)
+        num_tokens = len(packed) // 4
         space = validate_namespace(namespace)
         _check_int("priority", priority)
         if ttl is not None:
             _check_int("ttl", ttl, minimum=0)
-        found = self.tree.match(self._key(array), space, touch=False)
-        needs = self._needs(self.pages_for(len(array) - found.length), state=1)
+        found = self.tree.match(self._key(packed), space, touch=False)
+        needs = self._needs(self.pages_for(num_tokens - found.length), state=1)
         self.pools.ensure_room(needs, self.tree.lock_preview(found.node, found.length))
         self.tree.touch(found)
-        self._count_match(len(array), found.length)
+        self._count_match(num_tokens, found.length)
         lock = None if found.node is None else self.tree.lock(found.node, found.length)
         lease = Lease(self._owner, next(self._lease_ids), space, found.length, lock,
                       priority, ttl)
-        self._fill_admitted(lease, array, found, self.pools.allocate(needs))
+        self._fill_admitted(lease, packed, found, self.pools.allocate(needs))
         self._leases[lease.id] = lease
         self.counters["admitted"] += 1
         return lease
 
     def _fill_admitted(
-        self, lease: Lease, tokens: np.ndarray, found: TreeMatch, fresh: list[np.ndarray]
+        self, lease: Lease, packed: bytes, found: TreeMatch, fresh: list[np.ndarray]
     ) -> None:
         full = np.concatenate((self.tree.path_values(found, FULL), fresh[FULL]))
         swa = None
@@ -56,11 +57,11 @@ class Lifecycle(CacheBase):
             swa[lease.window_start : found.length] = self.tree.path_values(
                 found, self.swa, lease.window_start)
             swa[found.length :] = fresh[self.swa]
-        lease.append(tokens, full, swa)
+        lease.append(packed, full, swa)
         if self.mamba is not None:
             lease.state_slot = int(fresh[self.mamba][0])
             lease.copy_state_from = self._state_at(found)
-            lease.checkpoint_hints = self._hints(found, len(tokens))
+            lease.checkpoint_hints = self._hints(found, len(packed) // 4)
             self.counters["checkpoints_used"] += lease.copy_state_from is not None
 
     def _window_start(self, lease: Lease) -> int:
@@ -78,13 +79,13 @@ class Lifecycle(CacheBase):
         :class:`OutOfSlotsError` with nothing changed.
         """
         self._check_active(lease)
-        array = validate_tokens(tokens)
+        packed = encode_tokens(tokens)
         start = lease.num_tokens
-        fresh = max(0, self.pages_for(start + len(array)) - len(lease.allocated_slots))
+        fresh = max(0, self.pages_for(start + len(packed) // 4) - len(lease.allocated_slots))
         needs = self._needs(fresh)
         self.pools.ensure_room(needs)
         slots = self.pools.allocate(needs)
-        lease.append(array, slots[FULL], None if self.swa is None else slots[self.swa])
+        lease.append(packed, slots[FULL], None if self.swa is None else slots[self.swa])
         new_slots: np.ndarray = lease.slots[start:].copy()
         return new_slots
 
@@ -98,7 +99,7 @@ class Lifecycle(CacheBase):
         window = self.config.sliding_window
         assert window is not None
         # keep the window of the longest prefix finish could cache now (whole pages of key)
-        cacheable = len(self._key(lease.tokens)) // self.tree.unit
+        cacheable = len(self._key(lease.key_tokens())) // self.tree.unit
         dropped = max(0, cacheable - window)
         dropped -= dropped % self.page_size
         held_from = max(lease.tree_owned, lease.swa_dropped)
@@ -184,7 +185,7 @@ class Lifecycle(CacheBase):
     def _insert(self, lease: Lease, length: int) -> TreeInsert | None:
         """Insert the lease's first ``length`` tokens (whole pages); ``None`` when there is
         nothing beyond what the tree already holds for it."""
-        key = self._key(lease.tokens, length)
+        key = self._key(lease.key_tokens(), length)
         key_length = len(key) // self.tree.unit
         if key_length <= lease.tree_owned:
             return None

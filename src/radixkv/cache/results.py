@@ -9,24 +9,43 @@ import numpy as np
 from ..core.types import NodeId
 
 
-@dataclass(frozen=True, slots=True)
 class MatchResult:
-    """The longest cached prefix usable by every component.
+    """The longest cached prefix usable by every component (read-only by convention).
 
     ``length``: tokens of the prompt whose KV state is cached. ``slots``: the FULL slot ids of
-    those tokens (a fresh array the caller may keep). ``node``: handle of the node where the
-    prefix ends (``None`` when ``length`` is 0). ``host_length``: further tokens available on
-    the host tier. ``mamba_slot``: the state slot to copy from, if any.
-    ``checkpoint_hints``: positions where a request with this prompt should save MAMBA
-    states so that later requests hit (empty without MAMBA).
+    those tokens (a fresh array the caller may keep; concatenated on first access, from the
+    arrays the match found). ``node``: handle of the node where the prefix ends (``None``
+    when ``length`` is 0). ``host_length``: further tokens available on the host tier.
+    ``mamba_slot``: the state slot to copy from, if any. ``checkpoint_hints``: positions
+    where a request with this prompt should save MAMBA states so that later requests hit
+    (empty without MAMBA).
     """
 
-    length: int
-    slots: np.ndarray
-    node: NodeId | None
-    host_length: int = 0
-    mamba_slot: int | None = None
-    checkpoint_hints: tuple[int, ...] = ()
+    __slots__ = ("_parts", "_slots", "checkpoint_hints", "host_length", "length",
+                 "mamba_slot", "node")
+
+    def __init__(
+        self, length: int, parts: list[np.ndarray], node: NodeId | None,
+        mamba_slot: int | None = None, checkpoint_hints: tuple[int, ...] = (),
+        host_length: int = 0,
+    ) -> None:
+        self.length, self._parts, self.node = length, parts, node
+        self.mamba_slot, self.checkpoint_hints, self.host_length = (
+            mamba_slot, checkpoint_hints, host_length)
+        self._slots: np.ndarray | None = None
+
+    @property
+    def slots(self) -> np.ndarray:
+        # bench match_prefix: the concatenation is paid only by callers that read it
+        if self._slots is None:
+            joined = np.concatenate(self._parts) if self._parts else np.zeros(0, np.int64)
+            self._slots = joined[: self.length]
+        return self._slots
+
+    def __repr__(self) -> str:
+        return (f"MatchResult(length={self.length}, slots={self.slots!r}, node={self.node}, "
+                f"host_length={self.host_length}, mamba_slot={self.mamba_slot}, "
+                f"checkpoint_hints={self.checkpoint_hints})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,7 +63,8 @@ class Component(ABC):
 
     @abstractmethod
     def is_candidate(self, node: Node) -> bool:
-        """Whether ``node`` may be evicted for this component right now."""
+        """Whether ``node``'s structure makes it an eviction candidate for this component,
+        locks aside (the evictor skips locked candidates)."""
 
     def removes_node(self, node: Node) -> bool:
         """Whether evicting this component's value from ``node`` removes the node whole

@@ -15,7 +15,7 @@ class FullComponent(Component):
 
     - usable: a prefix of length L needs a device value on every token in [0, L);
     - lock: pins the whole path to the root;
-    - candidate: an unlocked device leaf — it holds a value and no child holds one;
+    - candidate: a device leaf — it holds a value and no child holds one (if unlocked);
     - evicting the value removes the node, unless a descendant is still held (lower tier);
     - insert input: a slot array aligned to the key.
     """
@@ -35,7 +35,7 @@ class FullComponent(Component):
 
     def is_candidate(self, node: Node) -> bool:
         index = self.index
-        if node.values[index] is None or node.locks[index] or node.parent is None:
+        if node.values[index] is None or node.parent is None:
             return False
         return all(child.values[index] is None for child in node.children.values())
 

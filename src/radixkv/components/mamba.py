@@ -16,7 +16,8 @@ class MambaComponent(Component):
 
     - usable: a prefix of length L needs a state exactly at L (L = 0 needs none);
     - lock: pins only the node whose end holds the state;
-    - candidate: any unlocked node holding a state; an unlocked leaf losing it is removed;
+    - candidate: any node holding a state, if unlocked; an unlocked leaf losing it is
+      removed;
     - split: the state stays with the lower half (it describes the end);
     - insert input: ``{position: state slot}`` at page boundaries; the tree caches the key
       only up to the last checkpoint, since nothing after it could ever be matched.
@@ -39,7 +40,7 @@ class MambaComponent(Component):
 
     def is_candidate(self, node: Node) -> bool:
         index = self.index
-        return node.values[index] is not None and not node.locks[index] and node.parent is not None
+        return node.values[index] is not None and node.parent is not None
 
     def value_size(self, node: Node) -> int:
         return 1

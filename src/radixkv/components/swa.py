@@ -27,7 +27,7 @@ class SlidingWindowComponent(Component):
 
     - usable: a prefix of length L needs a live value on every token in [max(0, L-W), L);
     - lock: pins only the nodes covering the last W tokens of the prefix;
-    - candidate: any unlocked node holding a value (internal nodes become tombstones);
+    - candidate: any node holding a value, if unlocked (internal nodes become tombstones);
     - evicting the value of an unlocked leaf removes it whole;
     - insert input: :class:`WindowInput`.
     """
@@ -63,7 +63,7 @@ class SlidingWindowComponent(Component):
 
     def is_candidate(self, node: Node) -> bool:
         index = self.index
-        return node.values[index] is not None and not node.locks[index] and node.parent is not None
+        return node.values[index] is not None and node.parent is not None
 
     def check_input(self, data: object, length: int) -> None:
         if not isinstance(data, WindowInput):

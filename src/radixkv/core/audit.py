@@ -94,6 +94,9 @@ def _check_queues(tree: TreeCore) -> None:
                 _fail(f"{component.kind} candidate set is wrong about node {node.id}")
             if member is not None and member[0] != tree.policy.key(node):
                 _fail(f"{component.kind} queue holds a stale key for node {node.id}")
+        for node_id, node in queue.parked.items():
+            if node_id not in entries or not node.locks[component.index]:
+                _fail(f"{component.kind} parked node {node_id} is not a locked member")
 
 
 def _check_ledgers(tree: TreeCore) -> None:
@@ -129,7 +132,7 @@ def snapshot_tree(tree: TreeCore) -> Any:
             node.start,
             tuple(None if v is None else tuple(v.tolist()) for v in node.values),
             tuple(node.locks),
-            (node.last_access, node.created, node.hits, node.priority, node.ttl, node.expiry),
+            (node.last_access, node.created, node.hits, node.priority, node.ttl),
             None if node.hashes is None else tuple(node.hashes),
             tuple(sorted(child.id for child in node.children.values())),
         )

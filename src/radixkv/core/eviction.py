@@ -31,6 +31,9 @@ class Evictor(TreeState):
                 node = queue.pop()
                 if node is None:
                     break
+                if node.locks[index]:
+                    queue.park(node)
+                    continue
                 self._evict_node(node, index, freed, evicted)
         return TreeEvict([self._join(parts) for parts in freed], evicted)
 

@@ -106,7 +106,7 @@ class Inserter(TreeState):
         leaf = Node(next(self._ids), parent, key, parent.end, len(key) // self.unit,
                     len(self.components), parent.namespace)
         leaf.created = leaf.last_access = self.tick
-        leaf.priority, leaf.ttl, leaf.expiry = priority, ttl, self.tick + ttl
+        leaf.priority, leaf.ttl = priority, ttl
         parent.children[key[: self.page_bytes]] = leaf
         self.nodes[leaf.id] = leaf
         return leaf
@@ -128,7 +128,6 @@ class Inserter(TreeState):
             if duplicate is not None and len(duplicate):
                 freed[component.index].append(duplicate)
         node.last_access = self.tick
-        node.expiry = self.tick + node.ttl
         node.priority = max(node.priority, priority)
         for queue in self.queues:
             queue.touch(node)
@@ -152,7 +151,7 @@ class Inserter(TreeState):
             )
         upper.locks = node.locks.copy()
         upper.last_access, upper.created, upper.hits = node.last_access, node.created, node.hits
-        upper.priority, upper.ttl, upper.expiry = node.priority, node.ttl, node.expiry
+        upper.priority, upper.ttl = node.priority, node.ttl
         if node.hashes is not None:
             pages = upper_length // self.page_size
             upper.hashes, node.hashes = node.hashes[:pages], node.hashes[pages:]

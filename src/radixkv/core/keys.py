@@ -7,6 +7,7 @@ C-level ``bytes ==`` and lets the tree slice keys without per-token Python work.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,28 @@ def _checked(arr: np.ndarray) -> np.ndarray:
         bad = low if low < 0 else high
         raise InvalidTokensError(f"token {bad} is outside [0, 2**32)")
     return arr.astype(np.uint32)
+
+
+def encode_tokens(tokens: Any) -> bytes:
+    """Validate ``tokens`` and pack them as little-endian u32, 4 bytes a token; pure.
+
+    Lists and tuples of ints take one C call that validates as it packs (the bench's
+    match_prefix path); anything else, or a list that fails, goes through
+    :func:`validate_tokens`, which raises the precise :class:`InvalidTokensError`.
+    """
+    if type(tokens) is list or type(tokens) is tuple:
+        try:
+            return struct.pack(f"<{len(tokens)}I", *tokens)
+        except (struct.error, TypeError, OverflowError):
+            pass
+    return validate_tokens(tokens).astype("<u4", copy=False).tobytes()
+
+
+def key_of(packed: bytes, bigram: bool, page_bytes: int) -> bytes:
+    """The tree key of packed tokens: bigrams if asked, cut down to whole pages."""
+    if bigram:
+        packed = pack_tokens(np.frombuffer(packed, dtype="<u4"), True)
+    return packed[: len(packed) - len(packed) % page_bytes]
 
 
 def pack_tokens(tokens: np.ndarray, bigram: bool) -> bytes:

@@ -11,7 +11,9 @@ from .types import Lock
 class Locker(TreeState):
     """Lock receipts. Each component pins, walking up from the lock's node, the nodes whose
     start is at least its boundary; the receipt records the boundaries, so unlock undoes
-    exactly that even after splits (an upper half keeps the original start)."""
+    exactly that even after splits (an upper half keeps the original start). Locking never
+    touches the candidate queues (the evictor parks locked candidates it meets); unlocking
+    puts a parked node back."""
 
     def lock(self, node: Node, end: int | None = None) -> Lock:
         """Pin what each component needs for the prefix ``[0, end)`` ending in ``node``
@@ -19,28 +21,45 @@ class Locker(TreeState):
         end = node.end if end is None else end
         boundaries = tuple(component.lock_boundary(node, end) for component in self.components)
         for index, boundary in enumerate(boundaries):
-            current = node
-            while current.parent is not None and current.start >= boundary:
-                current.locks[index] += 1
-                if current.locks[index] == 1:
-                    self._on_lock_change(current, index, +1)
-                current = current.parent
+            self._pin(node, index, boundary)
         receipt = Lock(self._owner, next(self._lock_ids), node, boundaries)
         self.live_locks[receipt.id] = receipt
         return receipt
+
+    def _pin(self, node: Node, index: int, boundary: int) -> None:
+        # bench lock_unlock: one tight loop per component, queue work deferred to eviction
+        protected, size = 0, self.components[index].value_size
+        current: Node | None = node
+        while current is not None and current.parent is not None and current.start >= boundary:
+            locks = current.locks
+            locks[index] += 1
+            if locks[index] == 1 and current.values[index] is not None:
+                protected += size(current)
+            current = current.parent
+        self.protected[index] += protected
 
     def unlock(self, receipt: Lock) -> None:
         """Undo exactly what ``receipt`` pinned. Raises :class:`LockError` for a receipt of
         another cache or one already released (or invalidated by ``reset()``)."""
         self.check_receipt(receipt)
         for index, boundary in enumerate(receipt.boundaries):
-            current = receipt.node
-            while current.parent is not None and current.start >= boundary:
-                current.locks[index] -= 1
-                if current.locks[index] == 0:
-                    self._on_lock_change(current, index, -1)
-                current = current.parent
+            self._unpin(receipt.node, index, boundary)
         del self.live_locks[receipt.id]
+
+    def _unpin(self, node: Node, index: int, boundary: int) -> None:
+        released, size = 0, self.components[index].value_size
+        parked = self.queues[index].parked
+        current: Node | None = node
+        while current is not None and current.parent is not None and current.start >= boundary:
+            locks = current.locks
+            locks[index] -= 1
+            if not locks[index]:
+                if current.values[index] is not None:
+                    released += size(current)
+                if parked:
+                    self.queues[index].unpark(current)
+            current = current.parent
+        self.protected[index] -= released
 
     def check_receipt(self, receipt: Lock) -> None:
         """Raise :class:`LockError` unless ``receipt`` is a live lock of this tree; pure."""
@@ -66,8 +85,3 @@ class Locker(TreeState):
                 current = current.parent
             sizes.append(total)
         return sizes
-
-    def _on_lock_change(self, node: Node, index: int, direction: int) -> None:
-        if node.values[index] is not None:
-            self.protected[index] += direction * self.components[index].value_size(node)
-        self._refresh_component(node, index)

@@ -21,7 +21,6 @@ class Node:
     __slots__ = (
         "children",
         "created",
-        "expiry",
         "hashes",
         "hits",
         "id",
@@ -59,7 +58,6 @@ class Node:
         self.created = 0
         self.hits = 0
         self.priority = 0
-        self.expiry = 0
         self.ttl = 0
         self.hashes: list[bytes] | None = None
         self.namespace = namespace

@@ -102,14 +102,13 @@ class SLRU(EvictionPolicy):
 
 
 class TLRU(EvictionPolicy):
-    """Time-aware LRU: earliest expiry first, key ``(expiry, id)`` with ``expiry =
-    last_access + ttl``; a request given a long ``ttl`` (a system prompt) outlives more
-    recent short-lived entries."""
+    """Time-aware LRU: earliest expiry first, key ``(last_access + ttl, id)``; a request
+    given a long ``ttl`` (a system prompt) outlives more recent short-lived entries."""
 
     name = "tlru"
 
     def key(self, node: Node) -> SortKey:
-        return (node.expiry, node.id)
+        return (node.last_access + node.ttl, node.id)
 
 
 POLICIES: dict[str, type[EvictionPolicy]] = {
@@ -133,41 +132,60 @@ class EvictionQueue:
     A binary heap with lazy invalidation: ``add``/``touch`` push a fresh key (O(log n)),
     ``discard`` only forgets membership (O(1)), ``pop`` skips stale entries. Membership maps
     node id to the exact key tuple pushed last, so a stale entry is recognised by identity.
+    Members are the nodes whose structure makes them candidates, locked or not: locking
+    costs the queue nothing; the evictor *parks* a locked member it pops (still a member,
+    out of the heap) and unlocking puts it back (``unpark``).
     """
 
-    __slots__ = ("_heap", "_key", "_members")
+    __slots__ = ("_heap", "_key", "members", "parked")
 
     def __init__(self, policy: EvictionPolicy) -> None:
         self._key = policy.key
         self._heap: list[SortKey] = []
-        self._members: dict[int, tuple[SortKey, Node]] = {}
+        self.members: dict[int, tuple[SortKey, Node]] = {}
+        self.parked: dict[int, Node] = {}
 
     def __len__(self) -> int:
-        return len(self._members)
+        return len(self.members)
 
     def __contains__(self, node: Node) -> bool:
-        return node.id in self._members
+        return node.id in self.members
 
     def add(self, node: Node) -> None:
         """Insert ``node`` or re-key it if present."""
         key = self._key(node)
-        self._members[node.id] = (key, node)
+        self.members[node.id] = (key, node)
         heapq.heappush(self._heap, key)
-        if len(self._heap) > 2 * len(self._members) + 64:
+        if len(self._heap) > 2 * len(self.members) + 64:
             self._compact()
 
     def touch(self, node: Node) -> None:
-        """Re-key ``node`` after its bookkeeping changed, if it is a candidate."""
-        if node.id in self._members:
-            self.add(node)
+        """Re-key ``node`` after its bookkeeping changed, if it is a member."""
+        if node.id in self.members:
+            if node.id in self.parked:
+                self.park(node)
+            else:
+                self.add(node)
 
     def discard(self, node: Node) -> None:
         """Remove ``node`` if present."""
-        self._members.pop(node.id, None)
+        self.members.pop(node.id, None)
+        self.parked.pop(node.id, None)
+
+    def park(self, node: Node) -> None:
+        """Keep a popped, locked ``node`` as a member outside the heap until unparked."""
+        key = self._key(node)
+        self.members[node.id] = (key, node)
+        self.parked[node.id] = node
+
+    def unpark(self, node: Node) -> None:
+        """Put a parked ``node`` back in eviction order (no-op if it is not parked)."""
+        if self.parked.pop(node.id, None) is not None:
+            heapq.heappush(self._heap, self.members[node.id][0])
 
     def pop(self) -> Node | None:
         """Remove and return the first candidate in policy order, or ``None`` when empty."""
-        heap, members = self._heap, self._members
+        heap, members = self._heap, self.members
         while heap:
             key = heapq.heappop(heap)
             entry = members.get(key[-1])
@@ -178,16 +196,17 @@ class EvictionQueue:
 
     def ordered(self) -> list[Node]:
         """All candidates in eviction order (a sorted copy; for tests and inspection)."""
-        return [node for _, node in sorted(self._members.values(), key=lambda e: e[0])]
+        return [node for _, node in sorted(self.members.values(), key=lambda e: e[0])]
 
     def entries(self) -> dict[int, tuple[SortKey, Node]]:
         """Node id -> (current key, node) of every candidate; a copy, for audits."""
-        return dict(self._members)
+        return dict(self.members)
 
     def clear(self) -> None:
         self._heap.clear()
-        self._members.clear()
+        self.members.clear()
+        self.parked.clear()
 
     def _compact(self) -> None:
-        self._heap = [key for key, _ in self._members.values()]
+        self._heap = [key for key, _ in self.members.values()]
         heapq.heapify(self._heap)

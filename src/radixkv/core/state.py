@@ -72,12 +72,19 @@ class TreeState:
     def node(self, node_id: int) -> Node:
         """The live node behind a handle; raises :class:`StaleHandleError` if it is gone (or
         is not a handle at all)."""
-        if isinstance(node_id, bool) or not isinstance(node_id, (int, np.integer)):
-            raise StaleHandleError(f"a node handle is an int NodeId, got {node_id!r}")
-        node = self.nodes.get(int(node_id))
+        node = self.nodes.get(node_id) if type(node_id) is int else None
         if node is None:
-            raise StaleHandleError(f"node {node_id!r} no longer exists (evicted or reset)")
+            node = self._slow_node(node_id)
         return node
+
+    def _slow_node(self, node_id: object) -> Node:
+        if isinstance(node_id, np.integer):
+            node = self.nodes.get(int(node_id))
+            if node is not None:
+                return node
+        elif isinstance(node_id, bool) or not isinstance(node_id, int):
+            raise StaleHandleError(f"a node handle is an int NodeId, got {node_id!r}")
+        raise StaleHandleError(f"node {node_id!r} no longer exists (evicted or reset)")
 
     def _set_value(self, node: Node, index: int, value: np.ndarray) -> None:
         node.values[index] = value

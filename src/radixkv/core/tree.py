@@ -93,13 +93,13 @@ class TreeCore(Inserter, Locker, Evictor):
     def _access(self, path: Sequence[Node], hit: bool) -> None:
         self.tick += 1
         tick, queues = self.tick, self.queues
+        bump = 1 if hit else 0
         for node in path:
             node.last_access = tick
-            node.expiry = tick + node.ttl
-            if hit:
-                node.hits += 1
+            node.hits += bump
             for queue in queues:
-                queue.touch(node)
+                if node.id in queue.members:  # bench match_prefix: skip the call for non-members
+                    queue.touch(node)
 
     def path_values(self, match: TreeMatch, index: int, start: int = 0) -> np.ndarray:
         """Component ``index``'s values on the match path from node boundary ``start`` to

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NewType
+from typing import NamedTuple, NewType
 
 import numpy as np
 
@@ -36,8 +36,7 @@ class Lock:
         return f"Lock(id={self.id}, node={self.node.id})"
 
 
-@dataclass(frozen=True, slots=True)
-class TreeMatch:
+class TreeMatch(NamedTuple):
     """A match inside the tree: the usable ``length`` (key elements), the deepest node that
     covers it (``None`` when ``length`` is 0), the covering path top-down, and ``branch``:
     how far the key runs along the tree structurally (where it leaves the cached tree)."""
