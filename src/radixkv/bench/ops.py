@@ -96,7 +96,7 @@ def run_lock_unlock(make: Callable[[], BenchCache], work: Workload) -> OpResult:
     cache, count = populated(make, work)
     nodes = []
     for seq in work.seqs[:count]:
-        length, node = cache.match(seq)
+        _, node = cache.match(seq)
         if node is not None:
             nodes.append(node)
     pairs = min(2 * len(nodes), work.num_seqs)

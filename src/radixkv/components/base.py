@@ -33,6 +33,18 @@ class Component(ABC):
     publishes_events: ClassVar[bool] = False
     """Whether storing/removing this component's values emits KV events."""
 
+    whole_when_complete: ClassVar[bool] = False
+    """True if, when no node lacks this component's value, it accepts every structural
+    match (the tree then skips :meth:`usable_length`)."""
+
+    pins_whole_path: ClassVar[bool] = False
+    """True if :meth:`lock_boundary` is always 0 (the tree then skips the call)."""
+
+    leaf_candidates: ClassVar[bool] = False
+    """True if, while no node lacks this component's value, only nodes without children
+    can be candidates (the tree then checks queue membership on the last node of a
+    matched path only)."""
+
     def __init__(self) -> None:
         self.index = 0
         self.page_size = 1

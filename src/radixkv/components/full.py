@@ -22,6 +22,9 @@ class FullComponent(Component):
 
     kind = "full"
     publishes_events = True
+    whole_when_complete = True
+    pins_whole_path = True
+    leaf_candidates = True
 
     def usable_length(self, path: Sequence[Node], length: int) -> int:
         index = self.index

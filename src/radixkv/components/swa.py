@@ -33,6 +33,7 @@ class SlidingWindowComponent(Component):
     """
 
     kind = "swa"
+    whole_when_complete = True
 
     def __init__(self, window: int) -> None:
         super().__init__()

@@ -25,6 +25,7 @@ def check_tree(tree: TreeCore) -> None:
     _check_locks(tree)
     _check_queues(tree)
     _check_ledgers(tree)
+    _check_holes(tree)
     _check_no_double_slots(tree)
 
 
@@ -113,6 +114,16 @@ def _check_ledgers(tree: TreeCore) -> None:
                 f"{component.kind} ledger says cached={tree.cached[index]} "
                 f"protected={tree.protected[index]}, nodes say {cached}/{protected}"
             )
+
+
+def _check_holes(tree: TreeCore) -> None:
+    for component in tree.components:
+        index = component.index
+        holes = sum(1 for n in tree.nodes.values() if n.parent is not None
+                    and n.values[index] is None)
+        if holes != tree.holes[index]:
+            _fail(f"{component.kind}: {holes} nodes lack a value, the tree counts "
+                  f"{tree.holes[index]}")
 
 
 def _check_no_double_slots(tree: TreeCore) -> None:

@@ -79,6 +79,7 @@ class Evictor(TreeState):
         evicted[index] += size
         freed[index].append(value)
         node.values[index] = None
+        self.holes[index] += 1
 
     def _remove(self, node: Node) -> None:
         """Unlink a node that holds no value and has no children."""
@@ -86,6 +87,8 @@ class Evictor(TreeState):
         assert parent is not None and not node.children
         del parent.children[node.key[: self.page_bytes]]
         del self.nodes[node.id]
+        for index in range(len(self.components)):
+            self.holes[index] -= 1
         for queue in self.queues:
             queue.discard(node)
         if parent.parent is None and not parent.children:

@@ -83,7 +83,7 @@ class Inserter(TreeState):
     def _shared(self, child: Node, key: bytes, stop: int) -> int:
         """Elements of ``child``'s edge that ``key[child.start:stop]`` (bytes) shares."""
         edge, offset = child.key, child.start * self.unit
-        if offset + len(edge) <= stop and key[offset : offset + len(edge)] == edge:
+        if offset + len(edge) <= stop and key.startswith(edge, offset):
             return child.length
         return self._common_prefix(edge, key, offset, stop) // self.unit
 
@@ -109,6 +109,8 @@ class Inserter(TreeState):
         leaf.priority, leaf.ttl = priority, ttl
         parent.children[key[: self.page_bytes]] = leaf
         self.nodes[leaf.id] = leaf
+        for index in range(len(self.components)):
+            self.holes[index] += 1
         return leaf
 
     def _absorb(
@@ -149,6 +151,8 @@ class Inserter(TreeState):
             upper.values[index], node.values[index] = component.split_value(
                 node.values[index], upper_length
             )
+        for index, value in enumerate(upper.values):
+            self.holes[index] += value is None
         upper.locks = node.locks.copy()
         upper.last_access, upper.created, upper.hits = node.last_access, node.created, node.hits
         upper.priority, upper.ttl = node.priority, node.ttl

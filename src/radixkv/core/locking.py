@@ -18,8 +18,11 @@ class Locker(TreeState):
     def lock(self, node: Node, end: int | None = None) -> Lock:
         """Pin what each component needs for the prefix ``[0, end)`` ending in ``node``
         (``end`` defaults to the node's end). Mutates lock counts and ledgers; O(depth)."""
-        end = node.end if end is None else end
-        boundaries = tuple(component.lock_boundary(node, end) for component in self.components)
+        if self._all_pin_path:  # bench lock_unlock: no boundary to compute
+            boundaries = self._bounds_zero
+        else:
+            end = node.end if end is None else end
+            boundaries = tuple(c.lock_boundary(node, end) for c in self.components)
         for index, boundary in enumerate(boundaries):
             self._pin(node, index, boundary)
         receipt = Lock(self._owner, next(self._lock_ids), node, boundaries)

@@ -43,6 +43,8 @@ class TreeState:
         for index, component in enumerate(self.components):
             component.bind(index, config.page_size)
         self.policy = make_policy(config.policy)
+        self._bounds_zero = tuple(0 for _ in self.components)
+        self._all_pin_path = all(c.pins_whole_path for c in self.components)
         self.queues = [EvictionQueue(self.policy) for _ in self.components]
         self.log = EventLog(self, config.events)
         self._owner = object()
@@ -58,6 +60,8 @@ class TreeState:
         self.live_locks: dict[int, Lock] = {}
         self.cached = [0] * count
         self.protected = [0] * count
+        self.holes = [0] * count
+        """Per component, how many nodes (roots aside) lack its value."""
         self.tick = 0
 
     def root(self, namespace: Namespace) -> Node:
@@ -88,6 +92,7 @@ class TreeState:
 
     def _set_value(self, node: Node, index: int, value: np.ndarray) -> None:
         node.values[index] = value
+        self.holes[index] -= 1
         size = self.components[index].value_size(node)
         self.cached[index] += size
         if node.locks[index]:

@@ -64,10 +64,12 @@ class TreeCore(Inserter, Locker, Evictor):
     def _usable(self, path: list[Node], length: int) -> int:
         """Largest length every component accepts: each component lowers the candidate to
         the largest length it accepts below it, until none objects (a fixpoint)."""
+        holes = self.holes
         while True:
             candidate = length
             for component in self.components:
-                candidate = component.usable_length(path, candidate)
+                if holes[component.index] or not component.whole_when_complete:
+                    candidate = component.usable_length(path, candidate)
             if candidate == length:
                 return length
             length = candidate
@@ -82,7 +84,7 @@ class TreeCore(Inserter, Locker, Evictor):
                 break
             edge = child.key
             path.append(child)
-            if key[pos : pos + len(edge)] == edge:
+            if key.startswith(edge, pos):
                 pos += len(edge)
                 node = child
             else:
@@ -97,8 +99,12 @@ class TreeCore(Inserter, Locker, Evictor):
         for node in path:
             node.last_access = tick
             node.hits += bump
-            for queue in queues:
-                if node.id in queue.members:  # bench match_prefix: skip the call for non-members
+        last = path[-1]
+        for component, queue in zip(self.components, queues):
+            # bench match_prefix: a leaf-only component can only hold the last node
+            leaf_only = component.leaf_candidates and not self.holes[component.index]
+            for node in (last,) if leaf_only else path:
+                if node.id in queue.members:
                     queue.touch(node)
 
     def path_values(self, match: TreeMatch, index: int, start: int = 0) -> np.ndarray:
