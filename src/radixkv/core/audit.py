@@ -88,16 +88,21 @@ def _check_locks(tree: TreeCore) -> None:
 
 def _check_queues(tree: TreeCore) -> None:
     for component, queue in zip(tree.components, tree.queues):
-        entries = queue.entries()
+        entries = dict(queue.members)
         for node in tree.nodes.values():
             member = entries.get(node.id)
             if component.is_candidate(node) != (member is not None):
                 _fail(f"{component.kind} candidate set is wrong about node {node.id}")
-            if member is not None and member[0] != tree.policy.key(node):
+            if member is not None and not _key_ok(tree, member[0], tree.policy.key(node)):
                 _fail(f"{component.kind} queue holds a stale key for node {node.id}")
         for node_id, node in queue.parked.items():
             if node_id not in entries or not node.locks[component.index]:
                 _fail(f"{component.kind} parked node {node_id} is not a locked member")
+
+
+def _key_ok(tree: TreeCore, stored: tuple[int, ...], current: tuple[int, ...]) -> bool:
+    """A stored key is exact, or with a monotone policy a lower bound re-keyed at pop."""
+    return stored <= current if tree.policy.monotone else stored == current
 
 
 def _check_ledgers(tree: TreeCore) -> None:

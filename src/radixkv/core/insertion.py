@@ -131,8 +131,9 @@ class Inserter(TreeState):
                 freed[component.index].append(duplicate)
         node.last_access = self.tick
         node.priority = max(node.priority, priority)
-        for queue in self.queues:
-            queue.touch(node)
+        if not self.policy.monotone:
+            for queue in self.queues:
+                queue.touch(node)
         if changed:
             self._refresh(node)
             assert node.parent is not None

@@ -30,6 +30,8 @@ class EvictionPolicy(ABC):
     """Orders eviction candidates; pure, O(1) per key."""
 
     name: ClassVar[str]
+    monotone: ClassVar[bool] = True
+    """Keys only grow as a node is accessed: the queue then re-keys lazily, at pop time."""
 
     @abstractmethod
     def key(self, node: Node) -> SortKey:
@@ -49,6 +51,7 @@ class MRU(EvictionPolicy):
     """Most recently used first: key ``(-last_access, -id, id)``; ties go to the newer node."""
 
     name = "mru"
+    monotone = False
 
     def key(self, node: Node) -> SortKey:
         return (-node.last_access, -node.id, node.id)
@@ -129,18 +132,22 @@ def make_policy(name: str) -> EvictionPolicy:
 class EvictionQueue:
     """The eviction candidates of one component, in policy order.
 
-    A binary heap with lazy invalidation: ``add``/``touch`` push a fresh key (O(log n)),
-    ``discard`` only forgets membership (O(1)), ``pop`` skips stale entries. Membership maps
-    node id to the exact key tuple pushed last, so a stale entry is recognised by identity.
+    A binary heap with lazy invalidation: ``add`` pushes a key (O(log n)), ``discard`` only
+    forgets membership (O(1)), ``pop`` skips stale entries. Membership maps node id to the
+    exact key tuple pushed last, so a stale entry is recognised by identity. With a
+    monotone policy an access costs nothing here: a stored key is a lower bound of the
+    node's current key, so ``pop`` re-keys an outdated entry when it surfaces; otherwise
+    ``touch`` pushes the new key.
     Members are the nodes whose structure makes them candidates, locked or not: locking
     costs the queue nothing; the evictor *parks* a locked member it pops (still a member,
     out of the heap) and unlocking puts it back (``unpark``).
     """
 
-    __slots__ = ("_heap", "_key", "members", "parked")
+    __slots__ = ("_heap", "_key", "members", "monotone", "parked")
 
     def __init__(self, policy: EvictionPolicy) -> None:
         self._key = policy.key
+        self.monotone = policy.monotone
         self._heap: list[SortKey] = []
         self.members: dict[int, tuple[SortKey, Node]] = {}
         self.parked: dict[int, Node] = {}
@@ -160,8 +167,9 @@ class EvictionQueue:
             self._compact()
 
     def touch(self, node: Node) -> None:
-        """Re-key ``node`` after its bookkeeping changed, if it is a member."""
-        if node.id in self.members:
+        """Re-key ``node`` after its bookkeeping changed, if it is a member (a no-op with a
+        monotone policy: see the class)."""
+        if not self.monotone and node.id in self.members:
             if node.id in self.parked:
                 self.park(node)
             else:
@@ -169,8 +177,10 @@ class EvictionQueue:
 
     def discard(self, node: Node) -> None:
         """Remove ``node`` if present."""
-        self.members.pop(node.id, None)
-        self.parked.pop(node.id, None)
+        if self.members.pop(node.id, None) is not None:
+            self.parked.pop(node.id, None)
+            if len(self._heap) > 2 * len(self.members) + 64:
+                self._compact()
 
     def park(self, node: Node) -> None:
         """Keep a popped, locked ``node`` as a member outside the heap until unparked."""
@@ -185,22 +195,29 @@ class EvictionQueue:
 
     def pop(self) -> Node | None:
         """Remove and return the first candidate in policy order, or ``None`` when empty."""
-        heap, members = self._heap, self.members
+        heap, members, current_key = self._heap, self.members, self._key
         while heap:
             key = heapq.heappop(heap)
             entry = members.get(key[-1])
-            if entry is not None and entry[0] is key:
-                del members[key[-1]]
-                return entry[1]
+            if entry is None or entry[0] is not key:
+                continue
+            node = entry[1]
+            current = current_key(node)
+            if current != key:  # accessed since pushed (monotone): back in at its new key
+                members[node.id] = (current, node)
+                heapq.heappush(heap, current)
+                continue
+            del members[key[-1]]
+            return node
         return None
 
     def ordered(self) -> list[Node]:
         """All candidates in eviction order (a sorted copy; for tests and inspection)."""
-        return [node for _, node in sorted(self.members.values(), key=lambda e: e[0])]
+        return sorted((node for _, node in self.members.values()), key=self._key)
 
     def entries(self) -> dict[int, tuple[SortKey, Node]]:
-        """Node id -> (current key, node) of every candidate; a copy, for audits."""
-        return dict(self.members)
+        """Node id -> (current key, node) of every member; a copy, for inspection."""
+        return {node_id: (self._key(node), node) for node_id, (_, node) in self.members.items()}
 
     def clear(self) -> None:
         self._heap.clear()
@@ -208,5 +225,6 @@ class EvictionQueue:
         self.parked.clear()
 
     def _compact(self) -> None:
-        self._heap = [key for key, _ in self.members.values()]
+        parked = self.parked
+        self._heap = [key for key, node in self.members.values() if node.id not in parked]
         heapq.heapify(self._heap)

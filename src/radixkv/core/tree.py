@@ -99,6 +99,8 @@ class TreeCore(Inserter, Locker, Evictor):
         for node in path:
             node.last_access = tick
             node.hits += bump
+        if self.policy.monotone:  # bench match_prefix: queues re-key lazily at pop
+            return
         last = path[-1]
         for component, queue in zip(self.components, queues):
             # bench match_prefix: a leaf-only component can only hold the last node
