@@ -20,8 +20,8 @@ from .core import AllBlocksCleared, BlockRemoved, BlockStored, Lock, NodeId
 __version__ = "0.1.0"
 
 __all__ = [
-    "Allocation",
     "AllBlocksCleared",
+    "Allocation",
     "BlockRemoved",
     "BlockStored",
     "CacheConfig",

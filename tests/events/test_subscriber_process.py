@@ -17,10 +17,10 @@ import pytest
 pytest.importorskip("zmq", reason="pyzmq is not installed (pip install -e '.[events]')")
 pytest.importorskip("msgpack", reason="msgpack is not installed (pip install -e '.[events]')")
 
-from radixkv.core.hashing import chain_page_digests, event_id, namespace_seed  # noqa: E402
-from radixkv.events import KVEventPublisher, wire_hash  # noqa: E402
+from radixkv.core.hashing import chain_page_digests, event_id, namespace_seed
+from radixkv.events import KVEventPublisher, wire_hash
 
-from .support import LOOPBACK, insert, make_cache  # noqa: E402
+from .support import LOOPBACK, insert, make_cache
 
 SCRIPT = Path(__file__).with_name("subscriber.py")
 TOPIC = "kv@10.0.0.7@tiny-model"
