@@ -1,8 +1,8 @@
 """The ``radixkv`` command line.
 
-``radixkv demo`` runs :func:`radixkv.demo.main`. Subcommand modules are imported only when
-their subcommand runs, so ``radixkv --help`` stays fast and needs nothing beyond the standard
-library.
+``radixkv demo`` runs :func:`radixkv.demo.main`; ``radixkv verify`` runs the exactness
+harness of the reference model (:mod:`radixkv.model.command`). Subcommand modules are
+imported only when their subcommand runs, so ``radixkv --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 __all__ = ["main"]
@@ -32,8 +33,93 @@ def _build_parser() -> _Parser:
         description="radixkv: a radix-tree prefix cache for LLM serving.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    commands.add_parser("demo", help="run a short demonstration of the prefix cache")
+    commands.add_parser(
+        "demo", help="run the exactness harness on a built-in default (same as `verify`)")
+    _add_verify(commands.add_parser(
+        "verify",
+        help="check that cached runs of a reference hybrid model are bitwise exact",
+        description="Run a workload through the prefix cache with a tiny float64 reference "
+        "model (full attention, sliding-window attention and SSM layers) and check that "
+        "every logits row equals, bit for bit, the run without caching. Exit code 1 when a "
+        "request group differs.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    ))
     return parser
+
+
+_COMBOS = ("full", "full+swa", "full+mamba", "full+swa+mamba", "all")
+
+
+def _add_verify(parser: argparse.ArgumentParser) -> None:
+    runs = parser.add_argument_group("runs")
+    runs.add_argument("--combo", nargs="+", choices=_COMBOS, default=["all"],
+                      help="cache component combinations (the model layers follow)")
+    runs.add_argument("--page-size", nargs="+", type=_at_least(1), default=[1, 16], metavar="N",
+                      help="page sizes to run")
+    runs.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                      help="draw a progress bar on stderr (none: only when it is a terminal)")
+    work = parser.add_argument_group("workload")
+    work.add_argument("--workload", choices=("chat", "fewshot", "mixed"), default="mixed")
+    _add_ints(work, _WORKLOAD_INTS)
+    model = parser.add_argument_group("model")
+    model.add_argument("--layers", default=None, metavar="KINDS",
+                       help="comma-separated layer kinds from full,swa,ssm (none: a stack "
+                       "matching each combination)")
+    _add_ints(model, _MODEL_INTS)
+    cache = parser.add_argument_group("cache and engine")
+    _add_ints(cache, _CACHE_INTS)
+    cache.add_argument("--policy", default="lru", help="eviction policy")
+
+
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise ValueError(text)
+        return value
+
+    parse.__name__ = f"int >= {minimum}"  # argparse names the type in its error message
+    return parse
+
+
+def _add_ints(
+    group: argparse._ArgumentGroup, options: tuple[tuple[str, int | None, str], ...]
+) -> None:
+    """Integer options (>= 1, or >= 0 for seed and track-interval)."""
+    for name, default, text in options:
+        minimum = 0 if name in ("seed", "track-interval") else 1
+        group.add_argument(f"--{name}", type=_at_least(minimum), default=default,
+                           metavar="N", help=text)
+
+
+_WORKLOAD_INTS: tuple[tuple[str, int | None, str], ...] = (
+    ("chats", 8, "multi-turn chats"), ("turns", 4, "turns per chat"),
+    ("systems", 2, "shared system prompts"), ("system-len", 48, "mean system prompt length"),
+    ("user-len", 12, "mean user message / question length"),
+    ("families", 3, "few-shot families (branching example lists)"),
+    ("shots", 4, "examples per few-shot prompt"), ("shot-len", 12, "mean example length"),
+    ("questions", 3, "questions per few-shot family (the first is asked twice)"),
+    ("decode", 6, "tokens decoded greedily per request"), ("seed", 0, "workload and model seed"),
+)
+_MODEL_INTS: tuple[tuple[str, int | None, str], ...] = (
+    ("vocab", 64, "vocabulary size"), ("d-model", 16, "hidden size"),
+    ("heads", 2, "attention heads"), ("window", 20, "sliding window W of swa layers"),
+    ("state-size", 8, "recurrent state channels of ssm layers"),
+)
+_CACHE_INTS: tuple[tuple[str, int | None, str], ...] = (
+    ("capacity", 384, "FULL KV slots (rounded up to whole pages)"),
+    ("swa-capacity", 256, "SWA KV slots"), ("mamba-states", 32, "MAMBA state slots"),
+    ("track-interval", 0, "MAMBA checkpoint interval (0: max(8, page size))"),
+    ("cache-window", None, "the cache's sliding window (none: --window; a smaller one "
+     "breaks exactness, to see a FAIL)"),
+    ("chunk", 20, "prefill chunk size"), ("max-running", 3, "requests running interleaved"),
+)
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    command = importlib.import_module("radixkv.model.command")
+    code: int = command.run(args)
+    return code
 
 
 def _run_demo() -> int:
@@ -60,5 +146,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "demo":
         return _run_demo()
+    if args.command == "verify":
+        return _run_verify(args)
     parser.print_help(sys.stderr)
     return _EXIT_USAGE

@@ -88,12 +88,16 @@ class Engine:
     def run(
         self, specs: Sequence[RequestSpec], progress: Progress | None = None
     ) -> list[RequestRecord]:
-        """Run every request; return their records in ``specs`` order."""
+        """Run every request; return their records in ``specs`` order. ``stats`` add up
+        over runs."""
         check_workload(specs)
         pending, running = list(specs), list[_Running]()
         done: dict[int, RequestRecord] = {}
+        self._attempts, self._paused = {}, False
         while pending or running:
             self._admit(pending, running, done)
+            if not running:  # cannot happen: check_workload orders parents first
+                raise RuntimeError("no pending request can be admitted")
             for run in list(running):
                 if self._tick(run, running, pending):
                     done[run.record.spec.rid] = run.record

@@ -1,0 +1,86 @@
+"""Printing for ``radixkv verify``: a progress bar and the verdict tables."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from .harness import GroupVerdict, Mismatch, VerifyReport
+
+_UNITS = {"full": "tokens", "swa": "tokens", "mamba": "states"}
+
+
+class ProgressBar:
+    """A one-line text progress bar, redrawn in place (carriage return) on ``stream``
+    whenever its filled width changes, ended by a newline when ``done == total``. Draws only
+    when ``stream`` is a terminal, unless ``enabled`` says otherwise."""
+
+    def __init__(
+        self, stream: TextIO, label: str = "", width: int = 30, enabled: bool | None = None
+    ) -> None:
+        self.stream, self.label, self.width = stream, label, width
+        self.enabled = stream.isatty() if enabled is None else enabled
+        self._drawn: tuple[int, bool] | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        filled = self.width * done // total if total else self.width
+        if (filled, done == total) == self._drawn:
+            return
+        self._drawn = (filled, done == total)
+        bar = "#" * filled + "." * (self.width - filled)
+        end = "\n" if done >= total else ""
+        self.stream.write(f"\r{self.label}[{bar}] {done}/{total}{end}")
+        self.stream.flush()
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+def _mismatch_line(mismatch: Mismatch) -> str:
+    outputs = "; greedy outputs differ" if mismatch.outputs else ""
+    return (f"      request {mismatch.rid}: {mismatch.rows} logits rows differ, first at "
+            f"position {mismatch.position}, max |diff| {mismatch.max_diff:.3g}{outputs}")
+
+
+def group_lines(groups: list[GroupVerdict], details: bool = True) -> list[str]:
+    """One line per group (``PASS``/``FAIL``), each failure followed by its requests."""
+    lines = [f"  {'group':<12} {'requests':>8} {'prompt':>7} {'reused':>12} {'rows':>6}  verdict"]
+    for group in groups:
+        reused = f"{group.reused} ({_share(group.reused, group.prompt_tokens)})"
+        verdict = "PASS" if group.passed else "FAIL"
+        lines.append(f"  {group.group:<12} {group.requests:>8} {group.prompt_tokens:>7} "
+                     f"{reused:>12} {group.compared_rows:>6}  {verdict}")
+        if details:
+            lines.extend(_mismatch_line(mismatch) for mismatch in group.mismatches)
+    return lines
+
+
+def _per_component(counts: dict[str, int]) -> str:
+    return " · ".join(f"{kind} {count} {_UNITS[kind]}" for kind, count in counts.items())
+
+
+def summary_lines(report: VerifyReport) -> list[str]:
+    """Reuse and evictions per component, engine counters and the overall verdict."""
+    engine = report.engine
+    rows = sum(group.compared_rows for group in report.groups)
+    requests = sum(group.requests for group in report.groups)
+    failed = [group.group for group in report.groups if not group.passed]
+    lines = [
+        f"  reused:  {_per_component(report.reused)} "
+        f"({_share(report.reused_tokens, report.prompt_tokens)} of prompt tokens)",
+        f"  evicted: {_per_component(report.evicted)}",
+        f"  engine:  {engine.admitted} admissions, peak {engine.peak_running} running, "
+        f"{engine.preemptions} preempted, {engine.computed_tokens} tokens computed",
+    ]
+    if engine.window_misses:
+        lines.append(f"  warning: {engine.window_misses} token steps needed SWA KV the cache "
+                     "did not lend (window smaller than the model's?)")
+    if failed:
+        lines.append(f"  FAIL: {len(failed)} of {len(report.groups)} groups differ from the "
+                     f"uncached run: {', '.join(failed)}")
+    else:
+        lines.append(f"  PASS: {requests} requests, {rows} logits rows bitwise equal to the "
+                     "uncached run")
+    return lines

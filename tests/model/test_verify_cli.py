@@ -1,0 +1,87 @@
+"""``radixkv verify`` and ``radixkv demo`` (= ``make demo``) on small runs."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from radixkv import demo
+from radixkv.cli import main
+from radixkv.model.report import ProgressBar
+
+SMALL = ["--chats", "2", "--turns", "2", "--families", "1", "--questions", "1",
+         "--page-size", "4"]
+
+
+def test_verify_passes_and_prints_reuse_evictions_and_verdicts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["verify", "--combo", "full+swa+mamba", "full", "--capacity", "160",
+                 "--no-progress", *SMALL])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.count("== ") == 2
+    assert "reused:  full" in out and "swa" in out and "states" in out
+    assert "evicted: full" in out
+    assert "chat-0" in out and "fewshot-0" in out
+    assert "FAIL" not in out
+    assert "verify PASS: 2 of 2 runs" in out
+
+
+def test_verify_fails_with_exit_code_1_when_the_cache_window_is_too_small(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["verify", "--combo", "full+swa", "--cache-window", "5", "--window", "12",
+                 "--page-size", "1", "--chats", "3", "--turns", "3", "--decode", "12"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAIL" in out and "logits rows differ" in out
+    assert "verify FAIL: 0 of 1 runs" in out
+
+
+def test_verify_draws_a_progress_bar_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--combo", "full", "--progress", *SMALL]) == 0
+    err = capsys.readouterr().err
+    assert "[" + "#" * 30 + "]" in err
+    assert err.endswith("\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--layers", "full,conv"], "unknown layer kind"),
+        (["--combo", "full", "--layers", "ssm"], "mamba"),
+        (["--capacity", "8", "--combo", "full"], "pools too small"),
+        (["--workload", "chat", "--chats", "1", "--heads", "3"], "multiple of heads"),
+    ],
+)
+def test_bad_settings_exit_with_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", "--page-size", "1", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_option_values_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--chats", "0"]) == 2
+    assert "--chats" in capsys.readouterr().err
+
+
+def test_progress_bar_stays_silent_off_a_terminal_and_redraws_only_on_change() -> None:
+    stream = io.StringIO()
+    ProgressBar(stream)(1, 2)
+    assert stream.getvalue() == ""
+    bar = ProgressBar(stream, "x ", width=4, enabled=True)
+    for done in range(9):
+        bar(done, 8)
+    drawn = stream.getvalue()
+    assert drawn.count("\r") == 5  # 0, 1, 2, 3 and 4 of 4 cells
+    assert drawn.endswith("\rx [####] 8/8\n")
+
+
+def test_demo_runs_verify_on_the_built_in_default(capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo.main() == 0
+    out = capsys.readouterr().out
+    assert "verify PASS: 8 of 8 runs" in out
+    assert out.count("PASS: ") == 8 + 1
