@@ -21,19 +21,24 @@ class Lifecycle(CacheBase):
     # ------------------------------------------------------------------ admission
 
     def admit(
-        self, tokens: Any, namespace: Any = None, *, priority: int = 0, ttl: int | None = None
+        self, tokens: Any, namespace: Any = None, *, priority: int = 0, ttl: int | None = None,
+        max_match: int | None = None,
     ) -> Lease:
-        """Admit a request: match its prompt, lock the cached prefix, allocate the rest (and,
-        with MAMBA, a working state slot). Evicts as needed. Raises :class:`OutOfSlotsError`
-        (nothing changed, not even recency) when even evicting everything evictable cannot
-        make room."""
+        """Admit a request: match its prompt (reusing at most ``max_match`` tokens, e.g.
+        ``len(prompt) - 1`` so the engine computes the last token's logits), lock the cached
+        prefix, allocate the rest (and, with MAMBA, a working state slot). Evicts as needed.
+        Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
+        everything evictable cannot make room."""
         packed = encode_tokens(tokens)
         num_tokens = len(packed) // 4
         space = validate_namespace(namespace)
         _check_int("priority", priority)
         if ttl is not None:
             _check_int("ttl", ttl, minimum=0)
-        found = self.tree.match(self._key(packed), space, touch=False)
+        if max_match is not None:
+            _check_int("max_match", max_match, minimum=0)
+            max_match += 1 if self.config.bigram else 0  # a bigram spans the next token
+        found = self.tree.match(self._key(packed, max_match), space, touch=False)
         needs = self._needs(self.pages_for(num_tokens - found.length), state=1)
         self.pools.ensure_room(needs, self.tree.lock_preview(found.node, found.length))
         self.tree.touch(found)
@@ -89,17 +94,20 @@ class Lifecycle(CacheBase):
         new_slots: np.ndarray = lease.slots[start:].copy()
         return new_slots
 
-    def slide_window(self, lease: Lease) -> int:
-        """Release the lease's own SWA pages that lie wholly before the last W tokens of what
-        the lease could cache now (its whole pages of key): those left the window and will
-        be cached as tombstones. Returns the slots released."""
+    def slide_window(self, lease: Lease, computed: int | None = None) -> int:
+        """Release the lease's own SWA pages that lie wholly before the last W tokens of the
+        longest prefix of its first ``computed`` tokens (default: all of them) the tree could
+        cache — whole pages of key. Those left the window of every token still to compute
+        and of anything the lease will cache, and are cached as tombstones. Call it with the
+        number of tokens whose KV the engine has computed. Returns the slots released."""
         self._check_active(lease)
         if self.swa is None:
             raise LeaseError("this cache has no SWA component")
+        computed = lease.num_tokens if computed is None else computed
+        _check_int("computed", computed, minimum=0, maximum=lease.num_tokens)
         window = self.config.sliding_window
         assert window is not None
-        # keep the window of the longest prefix finish could cache now (whole pages of key)
-        cacheable = len(self._key(lease.key_tokens())) // self.tree.unit
+        cacheable = len(self._key(lease.key_tokens(), computed)) // self.tree.unit
         dropped = max(0, cacheable - window)
         dropped -= dropped % self.page_size
         held_from = max(lease.tree_owned, lease.swa_dropped)
