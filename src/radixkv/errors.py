@@ -17,6 +17,10 @@ class ConfigError(RadixKVError, ValueError):
     """A configuration value is invalid (page_size 0, unknown policy, bad combination...)."""
 
 
+class ConfigTypeError(RadixKVError, TypeError):
+    """A configuration object or value has the wrong type (e.g. not a CacheConfig)."""
+
+
 class InvalidTokensError(RadixKVError, ValueError):
     """Tokens are not integers in [0, 2**32) or have the wrong shape."""
 

@@ -12,7 +12,7 @@ from ..core.events import KVEvent
 from ..core.keys import Namespace, encode_tokens, key_of, validate_namespace
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
-from ..errors import InvalidArgumentError
+from ..errors import ConfigTypeError, InvalidArgumentError, LockError
 from . import inspection
 from .config import CacheConfig
 from .detached import DetachedSlots
@@ -29,7 +29,7 @@ class CacheBase:
 
     def __init__(self, config: CacheConfig) -> None:
         if not isinstance(config, CacheConfig):
-            raise TypeError(f"expected a CacheConfig, got {type(config).__name__}")
+            raise ConfigTypeError(f"expected a CacheConfig, got {type(config).__name__}")
         self.config = config
         self.page_size = config.page_size
         self.tree = TreeCore(config.tree_config(), config.make_components())
@@ -121,7 +121,12 @@ class CacheBase:
 
     def unlock(self, receipt: Lock) -> None:
         """Undo exactly what ``receipt`` pinned. Raises :class:`LockError` when it was
-        already released or belongs to another cache."""
+        already released, belongs to another cache, or is the lock of an active lease (only
+        finish/abort/commit may release that)."""
+        self.tree.check_receipt(receipt)
+        if receipt.lease is not None:
+            raise LockError(f"lock {receipt.id} belongs to lease {receipt.lease}; "
+                            "finish or abort the lease instead")
         self.tree.unlock(receipt)
 
     def evict(self, full: int = 0, swa: int = 0, mamba: int = 0) -> dict[str, int]:

@@ -53,7 +53,8 @@ class CacheConfig:
     def __post_init__(self) -> None:
         tree = self.tree_config()  # validates page_size, policy and ttl
         self._check_capacity("capacity", self.capacity, tree.page_size)
-        if tuple(self.components) not in COMBINATIONS:
+        if not isinstance(self.components, (tuple, list)) or (
+                tuple(self.components) not in COMBINATIONS):
             raise ConfigError(
                 f"unsupported component combination {self.components!r}; "
                 f"supported: {', '.join(map(repr, COMBINATIONS))}"

@@ -46,6 +46,8 @@ class Lifecycle(CacheBase):
         lock = None if found.node is None else self.tree.lock(found.node, found.length)
         lease = Lease(self._owner, next(self._lease_ids), space, found.length, lock,
                       priority, ttl)
+        if lock is not None:
+            lock.lease = lease.id
         self._fill_admitted(lease, packed, found, self.pools.allocate(needs))
         self._leases[lease.id] = lease
         self.counters["admitted"] += 1
@@ -153,6 +155,7 @@ class Lifecycle(CacheBase):
 
     def _move_lock(self, lease: Lease, node: Node, length: int) -> None:
         new_lock = self.tree.lock(node, length)
+        new_lock.lease = lease.id
         self._unlock(lease)
         lease.lock = new_lock
         lease.adopt_prefix(self.tree.prefix_values(node, FULL)[:length])

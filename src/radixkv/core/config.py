@@ -30,10 +30,15 @@ class TreeConfig:
             raise ConfigError(f"page_size must be an int, got {self.page_size!r}")
         if self.page_size < 1:
             raise ConfigError(f"page_size must be >= 1, got {self.page_size}")
-        if self.policy not in POLICIES:
+        if not isinstance(self.policy, str) or self.policy not in POLICIES:
             raise ConfigError(
                 f"unknown eviction policy {self.policy!r}; "
                 f"valid policies: {', '.join(sorted(POLICIES))}"
             )
+        if isinstance(self.default_ttl, bool) or not isinstance(self.default_ttl, int):
+            raise ConfigError(f"default_ttl must be an int, got {self.default_ttl!r}")
+        for flag in ("bigram", "events"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
         if self.default_ttl < 0:
             raise ConfigError(f"default_ttl must be >= 0, got {self.default_ttl}")

@@ -28,8 +28,9 @@ def validate_tokens(tokens: Any) -> np.ndarray:
     """Return ``tokens`` as a 1-D ``uint32`` array; pure, cost O(n) in C.
 
     Accepts a sequence of Python ints, a 1-D numpy integer array or a torch tensor.
-    Raises :class:`InvalidTokensError` for non-integers, bools, values < 0 or >= 2**32, or a
-    shape other than 1-D.
+    Raises :class:`InvalidTokensError` for non-integers, bools (a bool array, or a sequence
+    of only bools; bools among ints count as ints, as numpy reads them), values < 0 or
+    >= 2**32, or a shape other than 1-D.
     """
     if type(tokens).__module__.startswith("torch"):
         tokens = tokens.detach().cpu().numpy()
@@ -52,10 +53,10 @@ def validate_tokens(tokens: Any) -> np.ndarray:
 def _checked(arr: np.ndarray) -> np.ndarray:
     if arr.ndim != 1:
         raise InvalidTokensError(f"tokens must be 1-D, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu" and arr.size:
+        raise InvalidTokensError(f"tokens must be integers, got dtype {arr.dtype}")
     if arr.size == 0:
         return _EMPTY_TOKENS
-    if arr.dtype.kind not in "iu":
-        raise InvalidTokensError(f"tokens must be integers, got dtype {arr.dtype}")
     if arr.dtype == np.uint32:
         return arr
     low, high = int(arr.min()), int(arr.max())
@@ -72,7 +73,9 @@ def encode_tokens(tokens: Any) -> bytes:
     match_prefix path); anything else, or a list that fails, goes through
     :func:`validate_tokens`, which raises the precise :class:`InvalidTokensError`.
     """
-    if type(tokens) is list or type(tokens) is tuple:
+    # numpy reads an all-bool sequence as bool dtype (rejected): such input takes the slow path
+    if (type(tokens) is list or type(tokens) is tuple) and not (
+            tokens and type(tokens[0]) is bool):
         try:
             return struct.pack(f"<{len(tokens)}I", *tokens)
         except (struct.error, TypeError, OverflowError):

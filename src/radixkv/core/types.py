@@ -20,13 +20,15 @@ class Lock:
     from ``node``; splits keep it exact because an upper half keeps the original start.
     """
 
-    __slots__ = ("boundaries", "id", "node", "owner")
+    __slots__ = ("boundaries", "id", "lease", "node", "owner")
 
     def __init__(self, owner: object, lock_id: int, node: Node, boundaries: tuple[int, ...]):
         self.owner = owner
         self.id = lock_id
         self.node = node
         self.boundaries = boundaries
+        self.lease: int | None = None
+        """The id of the lease holding this lock, if a lease does (set by the cache)."""
 
     @property
     def node_id(self) -> NodeId:
