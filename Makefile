@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP_INSTALL     := $(VENV)/.stamp-install
 STAMP_INSTALL_DEV := $(VENV)/.stamp-install-dev
 
-.PHONY: venv install install-dev demo test clean
+.PHONY: venv install install-dev demo test clean bench-peers clean-peers
 
 venv: $(BIN)/python
 
@@ -43,3 +43,26 @@ test: install-dev
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Side-by-side benchmark peers (`radixkv bench ops --against sglang`): a separate venv with
+# SGLang 0.5.23 (--no-deps), torch 2.14.1 and only what its radix cache needs to import on
+# CPU (bench/requirements-peers.txt). pip on Python 3.11 takes torch from this machine's disk.
+PEERS_PYTHON ?= $(PYTHON)
+PEERS        := .venv-peers
+PEERS_REQ    := bench/requirements-peers.txt
+STAMP_PEERS  := $(PEERS)/.stamp-peers
+
+bench-peers: $(STAMP_PEERS)
+
+$(PEERS)/bin/python:
+	$(PEERS_PYTHON) -m venv $(PEERS)
+
+$(STAMP_PEERS): $(PEERS_REQ) | $(PEERS)/bin/python
+	$(PEERS)/bin/pip install --quiet torch==2.14.1
+	$(PEERS)/bin/pip install --quiet --no-deps sglang==0.5.23
+	$(PEERS)/bin/pip install --quiet -r $(PEERS_REQ) numpy
+	touch $@
+
+# Not part of `clean`: the peers venv is about 6 GB and takes minutes to rebuild.
+clean-peers:
+	rm -rf $(PEERS)

@@ -1,7 +1,8 @@
 """The ``radixkv`` command line.
 
 ``radixkv demo`` runs :func:`radixkv.demo.main`; ``radixkv verify`` runs the exactness
-harness of the reference model (:mod:`radixkv.model.command`). Subcommand modules are
+harness of the reference model (:mod:`radixkv.model.command`); ``radixkv bench ops`` runs the
+benchmark (:mod:`radixkv.bench.cli`). Subcommand modules are
 imported only when their subcommand runs, so ``radixkv --help`` stays fast.
 """
 
@@ -44,7 +45,22 @@ def _build_parser() -> _Parser:
         "request group differs.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     ))
+    _add_bench(commands.add_parser(
+        "bench", help="benchmarks: `radixkv bench ops` (optionally against SGLang)",
+        description="Benchmarks of the prefix cache."))
     return parser
+
+
+def _add_bench(parser: argparse.ArgumentParser) -> None:
+    from .bench.cli import add_bench
+
+    add_bench(parser)
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    bench = importlib.import_module("radixkv.bench.cli")
+    code: int = bench.run(args)
+    return code
 
 
 _COMBOS = ("full", "full+swa", "full+mamba", "full+swa+mamba", "all")
@@ -148,5 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run_demo()
     if args.command == "verify":
         return _run_verify(args)
+    if args.command == "bench":
+        return _run_bench(args)
     parser.print_help(sys.stderr)
     return _EXIT_USAGE

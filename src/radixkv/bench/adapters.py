@@ -35,6 +35,8 @@ class BenchShape:
 class BenchCache(Protocol):
     """The operations of spec §5, on one fresh cache."""
 
+    page_size: int
+
     def insert_with_fallback(self, seq: list[int]) -> bool: ...
     def fill(self, seq: list[int]) -> bool: ...
     def match(self, seq: list[int]) -> tuple[int, Any]: ...
@@ -59,6 +61,7 @@ class RadixKVCache:
                      "mamba_track_interval": shape.page_size}
         self.cache = PrefixCache(CacheConfig(capacity=shape.kv_size,
                                              page_size=shape.page_size, **extra))
+        self.page_size = shape.page_size
 
     def insert_with_fallback(self, seq: list[int]) -> bool:
         cache, mamba = self.cache, self.mamba

@@ -1,0 +1,180 @@
+"""``radixkv bench ops``: the benchmark spec's five operations, alone or against SGLang.
+
+Only argparse is imported at module level, so ``radixkv --help`` stays fast; the benchmark
+modules are imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+COMPONENTS = ("full", "full+swa", "full+mamba")
+OPERATIONS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+_positive.__name__ = "int >= 1"
+
+
+def add_bench(parser: argparse.ArgumentParser) -> None:
+    """The ``bench`` subcommand and its ``ops`` sub-subcommand."""
+    sub = parser.add_subparsers(dest="bench_command", metavar="BENCHMARK", title="benchmarks")
+    ops = sub.add_parser(
+        "ops", help="time insert, match_prefix, evict, lock_unlock and release",
+        description="Run the five timed operations of the benchmark spec "
+        "(../shared/BENCH_WORKLOAD.md) on fresh caches, print the inputs' SHA-256 reference "
+        "values and structural counts and a table of ops/s, p50 and p99 (medians over "
+        "rounds). With --against sglang, SGLang's UnifiedRadixCache with its Python and its "
+        "Rust tree core runs in the same run, rounds alternating, from the .venv-peers that "
+        "`make bench-peers` builds.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ops.add_argument("--num-seqs", type=_positive, default=5000, metavar="N",
+                     help="sequences N of the workload (N + 1 are generated)")
+    ops.add_argument("--rounds", type=_positive, default=5, metavar="N",
+                     help="rounds; each runs every tree once per shape, medians reported")
+    ops.add_argument("--components", nargs="+", choices=(*COMPONENTS, "all"),
+                     default=["all"], help="component sets")
+    ops.add_argument("--page-size", nargs="+", type=_positive, default=[1, 16], metavar="N",
+                     help="page sizes")
+    ops.add_argument("--ops", nargs="+", choices=OPERATIONS, default=list(OPERATIONS),
+                     help="operations to time")
+    ops.add_argument("--verify", action="store_true",
+                     help="check each cache's invariants after every warm-up op and at the end")
+    ops.add_argument("--json", type=Path, default=None, metavar="PATH",
+                     help="write every round's results, the medians and ratios as JSON")
+    ops.add_argument("--against", choices=("sglang",), default=None,
+                     help="also run SGLang 0.5.23's python and rust tree cores")
+    ops.add_argument("--peers-python", default=None, metavar="PATH",
+                     help="interpreter of the SGLang venv (default: .venv-peers/bin/python)")
+    ops.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.bench_command != "ops":
+        print("radixkv bench: choose a benchmark (ops)", file=sys.stderr)
+        return 2
+    return _run_ops(args)
+
+
+def _run_ops(args: argparse.Namespace) -> int:
+    from . import report
+    from .runner import make_workload, workload_info
+    from .suite import PEER_SKIPS, Plan, Progress, check_same_inputs, in_process, run_plan
+
+    components = COMPONENTS if "all" in args.components else tuple(
+        dict.fromkeys(args.components))
+    shapes = tuple((c, p) for c in components for p in dict.fromkeys(args.page_size))
+    trees = ("radixkv", "sglang-rust", "sglang-python") if args.against else ("radixkv",)
+    plan = Plan(shapes, trees, args.rounds, tuple(dict.fromkeys(args.ops)))
+    work = make_workload(args.num_seqs, args.verify)
+    info = workload_info(work)
+    print(report.render_workload(info), flush=True)
+    workers: list[Any] = []
+    try:
+        if args.against:
+            try:
+                runners, hellos = _start_workers(args, trees, workers)
+                check_same_inputs(info, hellos)
+            except (OSError, RuntimeError) as exc:
+                print(f"radixkv bench: error: {exc}", file=sys.stderr)
+                return 1
+            for hello in hellos:
+                print(_hello_text(hello), flush=True)
+            for shape, why in PEER_SKIPS.items():
+                if shape in shapes:
+                    print(f"SGLang skipped for {shape[0]} page {shape[1]}: {why}")
+        else:
+            runners, hellos = {"radixkv": in_process(work)}, []
+        try:
+            records = run_plan(plan, runners, Progress(plan, enabled=not args.quiet))
+        except RuntimeError as exc:  # a worker failed: its stderr tail is in the message
+            if not args.against:
+                raise
+            print(f"radixkv bench: error: {exc}", file=sys.stderr)
+            return 1
+    finally:
+        for worker in workers:
+            worker.close()
+    for line in _core_lines(records):
+        print(line)
+    summary = report.summarize(records)
+    ratio_rows = report.ratios(summary)
+    count_map = report.counts(records)
+    for components_, page in shapes:
+        text = report.render_shape(components_, page, summary, ratio_rows, count_map, trees)
+        if text:
+            print("\n" + text)
+    if args.json is not None:
+        _write_json(args, info, hellos, records, summary, ratio_rows, count_map)
+    return 0
+
+
+def _start_workers(args: argparse.Namespace, trees: tuple[str, ...], workers: list[Any]
+                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    from .peers.process import Worker, find_peers_python
+
+    peers_python = find_peers_python(args.peers_python)
+    runners: dict[str, Any] = {}
+    for tree in trees:
+        if not args.quiet:
+            print(f"starting the {tree} worker ...", file=sys.stderr, flush=True)
+        worker = Worker(tree, args.num_seqs, args.verify, peers_python)
+        workers.append(worker)
+        runners[tree] = worker.run
+    return runners, [w.hello for w in workers]
+
+
+def _core_lines(records: list[dict[str, Any]]) -> list[str]:
+    """The SGLang tree core each worker's caches really used (SGLang falls back to its
+    Python core silently when the Rust one cannot load, so this is read off every cache)."""
+    cores: dict[str, set[str]] = {}
+    for r in records:
+        if "core_class" in r:
+            cores.setdefault(r["tree"], set()).add(f"{r['backend_selected']} core "
+                                                   f"({r['core_class']})")
+    lines = []
+    for tree, seen in sorted(cores.items()):
+        lines.append(f"{tree}: every cache used the {' / '.join(sorted(seen))}")
+        if tree == "sglang-rust" and any("Rust" not in s for s in seen):
+            lines.append("  WARNING: the Rust tree core was NOT used for every cache")
+    return lines
+
+
+def _hello_text(hello: dict[str, Any]) -> str:
+    text = f"{hello['tree']}: Python {hello['python']} ({hello['executable']})"
+    if "sglang" in hello:
+        text += (f", SGLang {hello['sglang']}, torch {hello['torch']} "
+                 f"({hello['torch_threads']} thread), SGLANG_USE_CPU_ENGINE=1, "
+                 f"SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND={hello['backend_requested']}")
+        if hello["stand_ins"]:
+            text += ("\n  import-time stand-ins (CUDA-only, unused by the tree, raise if "
+                     f"called): {', '.join(hello['stand_ins'])}")
+    return text
+
+
+def _write_json(args: argparse.Namespace, info: dict[str, Any], hellos: list[dict[str, Any]],
+                records: list[dict[str, Any]], summary: list[dict[str, Any]],
+                ratio_rows: list[dict[str, Any]], count_map: dict[Any, Any]) -> None:
+    document = {
+        "machine": {"platform": platform.platform(), "processor": platform.processor(),
+                    "python": platform.python_version()},
+        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "workload": info, "workers": hellos, "results": records, "summary": summary,
+        "ratios": ratio_rows,
+        "counts": [{"components": c, "page_size": p, "tree": t, **v}
+                   for (c, p, t), v in count_map.items()],
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(document, indent=1) + "\n")
+    print(f"\nwrote {args.json}")

@@ -1,0 +1,22 @@
+"""Smoke runs of ``radixkv bench scale``'s measurements at small sizes (no timing asserted)."""
+
+from radixkv.bench.scale import branching_sequences, growth, heap_per_token
+
+
+def test_growth_reaches_each_size_and_times_both_operations() -> None:
+    points = growth((200, 800), samples=20)
+    assert [p.nodes >= size for p, size in zip(points, (200, 800))] == [True, True]
+    assert all(p.match_us > 0 and p.insert_us > 0 for p in points)
+
+
+def test_branching_sequences_hold_the_asked_distinct_tokens() -> None:
+    seqs = branching_sequences(5000)
+    assert sum(len(s) for s in seqs) >= 5000
+    assert all(s[:1] == seqs[0][:1] for s in seqs)  # every sequence branches off the first
+
+
+def test_heap_per_token_counts_the_tree_and_every_cached_token() -> None:
+    point = heap_per_token(page_size=4, tokens=20_000)
+    assert point.tokens >= 20_000 - 4 * len(branching_sequences(20_000))
+    assert point.nodes > 1
+    assert 4 < point.bytes_per_token < 1000  # at least the packed key; a sanity bound
