@@ -20,3 +20,15 @@ def test_heap_per_token_counts_the_tree_and_every_cached_token() -> None:
     assert point.tokens >= 20_000 - 4 * len(branching_sequences(20_000))
     assert point.nodes > 1
     assert 4 < point.bytes_per_token < 1000  # at least the packed key; a sanity bound
+
+
+def test_bench_scale_command_prints_both_tables(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from radixkv.cli import main
+
+    out = tmp_path / "scale.json"
+    code = main(["bench", "scale", "--sizes", "100", "300", "--samples", "10",
+                 "--memory-tokens", "3000", "--page-size", "1", "--json", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "bytes/token" in printed and "match p50" in printed
+    assert '"growth"' in out.read_text()

@@ -58,11 +58,29 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
     ops.add_argument("--peers-python", default=None, metavar="PATH",
                      help="interpreter of the SGLang venv (default: .venv-peers/bin/python)")
     ops.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    scale = sub.add_parser(
+        "scale", help="match/insert cost as the tree grows; heap bytes per cached token",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    scale.add_argument("--sizes", nargs="+", type=_positive,
+                       default=[1_000, 10_000, 100_000, 1_000_000], metavar="NODES",
+                       help="tree sizes (nodes) at which to time match and insert")
+    scale.add_argument("--samples", type=_positive, default=1000, metavar="N",
+                       help="timed matches and inserts at each size")
+    scale.add_argument("--memory-tokens", type=_positive, default=5_000_000, metavar="N",
+                       help="cached tokens of the tree whose heap is measured")
+    scale.add_argument("--page-size", nargs="+", type=_positive, default=[1, 16], metavar="N",
+                       help="page sizes of the memory measurement")
+    scale.add_argument("--json", type=Path, default=None, metavar="PATH",
+                       help="write the results as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bench_command == "scale":
+        from .scale import run_scale
+
+        return run_scale(args)
     if args.bench_command != "ops":
-        print("radixkv bench: choose a benchmark (ops)", file=sys.stderr)
+        print("radixkv bench: choose a benchmark (ops, scale)", file=sys.stderr)
         return 2
     return _run_ops(args)
 

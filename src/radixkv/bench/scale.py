@@ -8,12 +8,15 @@ the reference workload, whose sequences hold 5.5M tokens.
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
 import statistics
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ..cache import CacheConfig, PrefixCache
 
@@ -123,3 +126,24 @@ def heap_per_token(page_size: int, tokens: int = 5_000_000) -> MemoryPoint:
         tracemalloc.stop()
     stats = cache.stats()
     return MemoryPoint(page_size, stats.components["full"].cached, stats.nodes, heap)
+
+
+def run_scale(args: argparse.Namespace) -> int:
+    """``radixkv bench scale``: print (and optionally write as JSON) both measurements."""
+    def progress(nodes: int) -> None:
+        print(f"  tree at {nodes:,} nodes ...", file=sys.stderr, flush=True)
+
+    points = growth(tuple(sorted(args.sizes)), args.samples, progress=progress)
+    print(f"{'nodes':>10} {'match p50 µs':>13} {'insert p50 µs':>14}")
+    for point in points:
+        print(f"{point.nodes:>10,} {point.match_us:>13.1f} {point.insert_us:>14.1f}")
+    memory = [heap_per_token(page, args.memory_tokens) for page in args.page_size]
+    print(f"\n{'page':>5} {'tokens':>11} {'nodes':>8} {'heap MB':>9} {'bytes/token':>12}")
+    for item in memory:
+        print(f"{item.page_size:>5} {item.tokens:>11,} {item.nodes:>8,} "
+              f"{item.heap_bytes / 2**20:>9.1f} {item.bytes_per_token:>12.2f}")
+    if args.json is not None:
+        rows = {"growth": [asdict(p) for p in points],
+                "memory": [{**asdict(m), "bytes_per_token": m.bytes_per_token} for m in memory]}
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
