@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..core.events import KVEvent
-from ..core.keys import Namespace, encode_tokens, key_of, validate_namespace
+from ..core.keys import DEFAULT_NAMESPACE, Namespace, encode_tokens, key_of, validate_namespace
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
@@ -60,18 +60,26 @@ class CacheBase:
         :class:`InvalidTokensError` / :class:`InvalidNamespaceError` on bad input.
         """
         packed = encode_tokens(tokens)
-        found = self.tree.match(self._key(packed), validate_namespace(namespace))
-        self._count_match(len(packed) // 4, found.length)
+        space = DEFAULT_NAMESPACE if namespace is None else validate_namespace(namespace)
+        found = self.tree.match(self._key(packed), space)
+        counters = self.counters
+        counters["matches"] += 1
+        counters["match_tokens"] += len(packed) // 4
+        counters["hit_tokens"] += found.length
+        if self.mamba is not None:
+            return self._hybrid_match(found, len(packed) // 4)
         node = found.node
         if node is None:
-            return MatchResult(0, [], None, None, self._hints(found, len(packed) // 4))
-        return MatchResult(
-            found.length,
-            [n.values[FULL] for n in found.path],  # type: ignore[misc]  # usable: never None
-            NodeId(node.id),
-            self._state_at(found),
-            self._hints(found, len(packed) // 4),
-        )
+            return MatchResult(0, [], None)
+        handle: NodeId = node.id  # type: ignore[assignment]  # bench match_prefix: no call
+        # the values on a usable FULL path are never None
+        return MatchResult(found.length, [n.values[FULL] for n in found.path], handle)  # type: ignore[misc]
+
+    def _hybrid_match(self, found: TreeMatch, num_tokens: int) -> MatchResult:
+        node = found.node
+        parts = [n.values[FULL] for n in found.path]
+        return MatchResult(found.length, parts, None if node is None else NodeId(node.id),  # type: ignore[arg-type]
+                           self._state_at(found), self._hints(found, num_tokens))
 
     def _count_match(self, queried: int, hit: int) -> None:
         self.counters["matches"] += 1
@@ -123,8 +131,8 @@ class CacheBase:
         """Undo exactly what ``receipt`` pinned. Raises :class:`LockError` when it was
         already released, belongs to another cache, or is the lock of an active lease (only
         finish/abort/commit may release that)."""
-        self.tree.check_receipt(receipt)
-        if receipt.lease is not None:
+        if type(receipt) is Lock and receipt.lease is not None:
+            self.tree.check_receipt(receipt)
             raise LockError(f"lock {receipt.id} belongs to lease {receipt.lease}; "
                             "finish or abort the lease instead")
         self.tree.unlock(receipt)

@@ -13,6 +13,7 @@ class DetachedSlots:
     def __init__(self, num_pages: int, page_size: int) -> None:
         self.page_size = page_size
         self._held = np.zeros(num_pages, dtype=bool)
+        self._stamp = np.zeros(num_pages, dtype=np.int64)  # duplicate detection in O(n)
 
     def pages(self, slots: np.ndarray) -> np.ndarray:
         return slots[:: self.page_size] // self.page_size
@@ -34,8 +35,12 @@ class DetachedSlots:
         if not (shaped == shaped[:, :1] + np.arange(page)).all() or (shaped[:, 0] % page).any():
             raise InvalidSlotsError("slots are not whole aligned pages")
         pages = shaped[:, 0] // page
-        if not self._held[pages].all() or len(np.unique(pages)) != len(pages):
-            raise InvalidSlotsError("slots were not allocated to the caller (or given twice)")
+        if not self._held[pages].all():
+            raise InvalidSlotsError("slots were not allocated to the caller")
+        order = np.arange(len(pages))
+        self._stamp[pages] = order  # a page given twice keeps only its last position
+        if not (self._stamp[pages] == order).all():
+            raise InvalidSlotsError("the same slot is given twice")
 
     def unmark(self, slots: np.ndarray) -> None:
         self._held[self.pages(slots)] = False

@@ -82,7 +82,7 @@ class Direct(CacheBase):
         self._check_held(parts)
         key = self._key(packed)
         length = len(key) // self.tree.unit
-        result = self.tree.insert(key, self._direct_inputs(allocation, length), space,
+        result = self.tree.insert(key, self._direct_inputs(parts, allocation, length), space,
                                   priority=priority, ttl=ttl)
         leftovers = [np.concatenate((freed, part[result.length :])) if index != self.mamba
                      else self._unused_state(freed, allocation, length)
@@ -130,11 +130,12 @@ class Direct(CacheBase):
             detached.unmark(part)
         self.pools.free_all(parts)
 
-    def _direct_inputs(self, allocation: Allocation, length: int) -> list[object]:
-        inputs: list[object] = [as_slot_array(allocation.full)[:length]]
+    def _direct_inputs(
+        self, parts: list[np.ndarray], allocation: Allocation, length: int
+    ) -> list[object]:
+        inputs: list[object] = [parts[FULL][:length]]
         if self.swa is not None:
-            assert allocation.swa is not None
-            inputs.append(WindowInput(as_slot_array(allocation.swa)[:length], 0))
+            inputs.append(WindowInput(parts[self.swa][:length], 0))
         if self.mamba is not None:
             state = allocation.state
             inputs.append({length: state} if state is not None and length else {})
