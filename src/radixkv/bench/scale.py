@@ -17,17 +17,22 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import TypeVar
 
 from ..cache import CacheConfig, PrefixCache
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class ScalePoint:
-    """Median microseconds of one match and one insert with ``nodes`` nodes in the tree."""
+    """Median microseconds of one match and one insert with ``nodes`` nodes in the tree, and
+    the mean number of nodes on a matched path (what the cost should follow)."""
 
     nodes: int
     match_us: float
     insert_us: float
+    path_nodes: float
 
 
 @dataclass(frozen=True)
@@ -45,25 +50,33 @@ class MemoryPoint:
 
 
 class _Grower:
-    """Inserts sequences that branch off random cached ones, each adding one or two nodes."""
+    """Inserts sequences that branch off random cached ones, each adding one or two nodes.
+    A sequence branches only off one at most ``max_depth - 1`` branchings deep, so paths stay
+    as deep at a million nodes as at a thousand: what grows is the fan-out."""
 
-    def __init__(self, cache: PrefixCache, seed: int) -> None:
-        self.cache, self.rng = cache, random.Random(seed)
+    def __init__(self, cache: PrefixCache, seed: int, max_depth: int = 4) -> None:
+        self.cache, self.rng, self.max_depth = cache, random.Random(seed), max_depth
         self.seqs: list[list[int]] = [[self.rng.randrange(1, 32000) for _ in range(16)]]
+        self.bases: list[tuple[list[int], int]] = [(self.seqs[0], 1)]
 
-    def next_seq(self) -> list[int]:
-        rng, base = self.rng, self.rng.choice(self.seqs)
+    def next_seq(self) -> tuple[list[int], int]:
+        rng = self.rng
+        base, depth = rng.choice(self.bases)
         cut = rng.randrange(1, len(base) + 1)
-        return base[:cut] + [rng.randrange(1, 32000) for _ in range(rng.randrange(8, 33))]
+        tail = [rng.randrange(1, 32000) for _ in range(rng.randrange(8, 33))]
+        return base[:cut] + tail, depth + 1
 
-    def insert(self, seq: list[int]) -> None:
+    def insert(self, item: tuple[list[int], int]) -> None:
+        seq, depth = item
         allocation = self.cache.allocate(len(seq))
         assert allocation is not None
         self.cache.insert(seq, allocation)
         self.seqs.append(seq)
+        if depth < self.max_depth:
+            self.bases.append((seq, depth))
 
 
-def _median_us(items: list[list[int]], op: Callable[[list[int]], object]) -> float:
+def _median_us(items: list[T], op: Callable[[T], object]) -> float:
     times = []
     now = time.perf_counter
     for item in items:
@@ -71,6 +84,13 @@ def _median_us(items: list[list[int]], op: Callable[[list[int]], object]) -> flo
         op(item)
         times.append((now() - begin) * 1e6)
     return statistics.median(times)
+
+
+def _path_nodes(cache: PrefixCache, seq: list[int]) -> int:
+    node, count = cache.tree.node(cache.match(seq).node or 0), 0
+    while node.parent is not None:
+        node, count = node.parent, count + 1
+    return count
 
 
 def growth(sizes: tuple[int, ...], samples: int = 1000, seed: int = 7,
@@ -87,9 +107,10 @@ def growth(sizes: tuple[int, ...], samples: int = 1000, seed: int = 7,
             progress(len(cache.tree.nodes))
         queries = [grower.rng.choice(grower.seqs) for _ in range(samples)]
         match_us = _median_us(queries, cache.match)
+        depth = statistics.mean(_path_nodes(cache, q) for q in queries)
         fresh = [grower.next_seq() for _ in range(samples)]
         points.append(ScalePoint(len(cache.tree.nodes), match_us,
-                                 _median_us(fresh, grower.insert)))
+                                 _median_us(fresh, grower.insert), depth))
     return points
 
 
@@ -134,9 +155,11 @@ def run_scale(args: argparse.Namespace) -> int:
         print(f"  tree at {nodes:,} nodes ...", file=sys.stderr, flush=True)
 
     points = growth(tuple(sorted(args.sizes)), args.samples, progress=progress)
-    print(f"{'nodes':>10} {'match p50 µs':>13} {'insert p50 µs':>14}")
-    for point in points:
-        print(f"{point.nodes:>10,} {point.match_us:>13.1f} {point.insert_us:>14.1f}")
+    print(f"{'nodes':>10} {'path nodes':>11} {'match p50 µs':>13} {'µs/path node':>13} "
+          f"{'insert p50 µs':>14}")
+    for p in points:
+        print(f"{p.nodes:>10,} {p.path_nodes:>11.1f} {p.match_us:>13.1f} "
+              f"{p.match_us / max(p.path_nodes, 1):>13.2f} {p.insert_us:>14.1f}")
     memory = [heap_per_token(page, args.memory_tokens) for page in args.page_size]
     print(f"\n{'page':>5} {'tokens':>11} {'nodes':>8} {'heap MB':>9} {'bytes/token':>12}")
     for item in memory:
