@@ -12,36 +12,13 @@ from typing import Any
 
 import pytest
 
-from radixkv import BlockRemoved, BlockStored, CacheConfig, PrefixCache
+from radixkv import BlockRemoved, BlockStored
+
+from ..audited import AuditedCache
 
 A = [101, 102, 103, 104]
 B = [201, 202, 203, 204]
 C = [301, 302, 303, 304]
-
-
-_PURE = frozenset({"stats", "snapshot", "check_invariants", "take_events", "leases"})
-
-
-class AuditedCache:
-    """A PrefixCache whose every mutating call is followed by ``check_invariants()``
-    (also when the call raises)."""
-
-    def __init__(self, **config: Any) -> None:
-        self.cache = PrefixCache(CacheConfig(**config))
-        self.cache.check_invariants()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.cache, name)
-        if name in _PURE or not callable(attr):
-            return attr
-
-        def audited(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attr(*args, **kwargs)
-            finally:
-                self.cache.check_invariants()
-
-        return audited
 
 
 class Workload:

@@ -13,32 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from radixkv import AllBlocksCleared, BlockRemoved, CacheConfig, LeaseState, PrefixCache
+from radixkv import AllBlocksCleared, BlockRemoved, LeaseState
 from radixkv.errors import LeaseError, LockError, OutOfSlotsError, StaleHandleError
 
-_PURE = frozenset({"stats", "snapshot", "check_invariants", "take_events", "leases"})
-
-
-class AuditedCache:
-    """A PrefixCache whose every mutating call is followed by ``check_invariants()``
-    (also when the call raises)."""
-
-    def __init__(self, **config: Any) -> None:
-        self.cache = PrefixCache(CacheConfig(**config))
-        self.cache.check_invariants()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.cache, name)
-        if name in _PURE or not callable(attr):
-            return attr
-
-        def audited(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attr(*args, **kwargs)
-            finally:
-                self.cache.check_invariants()
-
-        return audited
+from ..audited import AuditedCache
 
 
 def seq(start: int, count: int) -> list[int]:

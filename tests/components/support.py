@@ -11,9 +11,9 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-from radixkv import CacheConfig, PrefixCache
+from radixkv import PrefixCache
 
-_PURE = frozenset({"stats", "snapshot", "check_invariants", "take_events", "leases"})
+from ..audited import AuditedCache as BaseAuditedCache
 
 
 def check_lock_order(cache: PrefixCache) -> None:
@@ -26,30 +26,13 @@ def check_lock_order(cache: PrefixCache) -> None:
             assert heavier >= lighter, f"node {node.id} locks {counts} break the lock order"
 
 
-class AuditedCache:
+class AuditedCache(BaseAuditedCache):
     """A PrefixCache whose every mutating call is followed by ``check_invariants()`` and
     :func:`check_lock_order` (also when the call raises)."""
 
-    def __init__(self, **config: Any) -> None:
-        self.cache = PrefixCache(CacheConfig(**config))
-        self.audit()
-
     def audit(self) -> None:
-        self.cache.check_invariants()
+        super().audit()
         check_lock_order(self.cache)
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.cache, name)
-        if name in _PURE or not callable(attr):
-            return attr
-
-        def audited(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attr(*args, **kwargs)
-            finally:
-                self.audit()
-
-        return audited
 
 
 def seq(start: int, count: int) -> list[int]:

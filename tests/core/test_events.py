@@ -14,35 +14,12 @@ from typing import Any
 
 import pytest
 
-from radixkv import AllBlocksCleared, BlockRemoved, BlockStored, CacheConfig, PrefixCache
+from radixkv import AllBlocksCleared, BlockRemoved, BlockStored
 from radixkv.core.hashing import namespace_seed
 
+from ..audited import AuditedCache
+
 DEFAULT = (None, None)
-
-
-_PURE = frozenset({"stats", "snapshot", "check_invariants", "take_events", "leases"})
-
-
-class AuditedCache:
-    """A PrefixCache whose every mutating call is followed by ``check_invariants()``
-    (also when the call raises)."""
-
-    def __init__(self, **config: Any) -> None:
-        self.cache = PrefixCache(CacheConfig(**config))
-        self.cache.check_invariants()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.cache, name)
-        if name in _PURE or not callable(attr):
-            return attr
-
-        def audited(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attr(*args, **kwargs)
-            finally:
-                self.cache.check_invariants()
-
-        return audited
 
 
 def make_cache(**config: Any) -> AuditedCache:

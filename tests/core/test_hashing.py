@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import Any
 
 import numpy as np
 import pytest
 
-from radixkv import BlockStored, CacheConfig, PrefixCache
+from radixkv import BlockStored
 from radixkv.core.hashing import (
     chain_page_digests,
     event_id,
@@ -19,29 +18,7 @@ from radixkv.core.hashing import (
 )
 from radixkv.core.keys import pack_tokens
 
-_PURE = frozenset({"stats", "snapshot", "check_invariants", "take_events", "leases"})
-
-
-class AuditedCache:
-    """A PrefixCache whose every mutating call is followed by ``check_invariants()``
-    (also when the call raises)."""
-
-    def __init__(self, **config: Any) -> None:
-        self.cache = PrefixCache(CacheConfig(**config))
-        self.cache.check_invariants()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.cache, name)
-        if name in _PURE or not callable(attr):
-            return attr
-
-        def audited(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attr(*args, **kwargs)
-            finally:
-                self.cache.check_invariants()
-
-        return audited
+from ..audited import AuditedCache
 
 
 def le_u32(tokens: list[int]) -> bytes:

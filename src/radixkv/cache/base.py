@@ -46,6 +46,17 @@ class CacheBase:
 
     # ------------------------------------------------------------------ keys and match
 
+    def _request(
+        self, tokens: Any, namespace: Any, priority: int, ttl: int | None
+    ) -> tuple[bytes, Namespace]:
+        """Validate what a request brings: packed tokens and its namespace; pure."""
+        packed = encode_tokens(tokens)
+        space = validate_namespace(namespace)
+        _check_int("priority", priority)
+        if ttl is not None:
+            _check_int("ttl", ttl, minimum=0)
+        return packed, space
+
     def _key(self, packed: bytes, length: int | None = None) -> bytes:
         """Tree key of the first ``length`` packed tokens (all by default), whole pages."""
         if length is not None:

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from ..components.swa import WindowInput
-from ..core.keys import encode_tokens, validate_namespace
 from ..errors import ConfigError, InvalidSlotsError
 from ..memory import as_slot_array
 from .base import FULL, CacheBase, _check_int
@@ -70,12 +69,8 @@ class Direct(CacheBase):
         cached). Returns the tokens the tree now holds for this key. Raises
         :class:`InvalidSlotsError` / :class:`InvalidSlotsTypeError` (nothing changed) for
         slots of the wrong type, dtype or length, or not held by the caller."""
-        packed = encode_tokens(tokens)
+        packed, space = self._request(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // 4
-        space = validate_namespace(namespace)
-        _check_int("priority", priority)
-        if ttl is not None:
-            _check_int("ttl", ttl, minimum=0)
         allocation = self._as_allocation(slots)
         parts = self._parts(allocation)
         self._check_lengths(parts, num_tokens)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..components.swa import WindowInput
-from ..core.keys import encode_tokens, validate_namespace
+from ..core.keys import encode_tokens
 from ..core.node import Node
 from ..core.types import TreeInsert, TreeMatch
 from ..errors import InvalidArgumentError, LeaseError
@@ -29,12 +29,8 @@ class Lifecycle(CacheBase):
         prefix, allocate the rest (and, with MAMBA, a working state slot). Evicts as needed.
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room."""
-        packed = encode_tokens(tokens)
+        packed, space = self._request(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // 4
-        space = validate_namespace(namespace)
-        _check_int("priority", priority)
-        if ttl is not None:
-            _check_int("ttl", ttl, minimum=0)
         if max_match is not None:
             _check_int("max_match", max_match, minimum=0)
             max_match += 1 if self.config.bigram else 0  # a bigram spans the next token
