@@ -40,6 +40,9 @@ class Component(ABC):
     pins_whole_path: ClassVar[bool] = False
     """True if :meth:`lock_boundary` is always 0 (the tree then skips the call)."""
 
+    per_token: ClassVar[bool] = True
+    """True if :meth:`value_size` is the node's length (the tree then skips the call)."""
+
     leaf_candidates: ClassVar[bool] = False
     """True if, while no node lacks this component's value, only nodes without children
     can be candidates (the tree then checks queue membership on the last node of a

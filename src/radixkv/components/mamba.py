@@ -24,6 +24,7 @@ class MambaComponent(Component):
     """
 
     kind = "mamba"
+    per_token = False
 
     def usable_length(self, path: Sequence[Node], length: int) -> int:
         index = self.index

@@ -31,13 +31,14 @@ class Locker(TreeState):
 
     def _pin(self, node: Node, index: int, boundary: int) -> None:
         # bench lock_unlock: one tight loop per component, queue work deferred to eviction
-        protected, size = 0, self.components[index].value_size
-        current: Node | None = node
-        while current is not None and current.parent is not None and current.start >= boundary:
+        component = self.components[index]
+        per_token, size = component.per_token, component.value_size
+        protected, current = 0, node
+        while current.parent is not None and current.start >= boundary:
             locks = current.locks
             locks[index] += 1
             if locks[index] == 1 and current.values[index] is not None:
-                protected += size(current)
+                protected += current.length if per_token else size(current)
             current = current.parent
         self.protected[index] += protected
 
@@ -50,15 +51,16 @@ class Locker(TreeState):
         del self.live_locks[receipt.id]
 
     def _unpin(self, node: Node, index: int, boundary: int) -> None:
-        released, size = 0, self.components[index].value_size
+        component = self.components[index]
+        per_token, size = component.per_token, component.value_size
         parked = self.queues[index].parked
-        current: Node | None = node
-        while current is not None and current.parent is not None and current.start >= boundary:
+        released, current = 0, node
+        while current.parent is not None and current.start >= boundary:
             locks = current.locks
             locks[index] -= 1
             if not locks[index]:
                 if current.values[index] is not None:
-                    released += size(current)
+                    released += current.length if per_token else size(current)
                 if parked:
                     self.queues[index].unpark(current)
             current = current.parent
