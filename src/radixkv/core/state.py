@@ -45,6 +45,7 @@ class TreeState:
         self.policy = make_policy(config.policy)
         self._bounds_zero = tuple(0 for _ in self.components)
         self._all_pin_path = all(c.pins_whole_path for c in self.components)
+        self._whole_all = all(c.whole_when_complete for c in self.components)
         self.queues = [EvictionQueue(self.policy) for _ in self.components]
         self.log = EventLog(self, config.events)
         self._owner = object()

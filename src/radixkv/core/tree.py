@@ -54,7 +54,10 @@ class TreeCore(Inserter, Locker, Evictor):
         if root is None:
             return TreeMatch(0, None, [], 0)
         path, matched = self._walk(root, key)
-        length = self._usable(path, matched)
+        if self._whole_all and not any(self.holes):  # bench match_prefix: nothing to cut
+            length = matched
+        else:
+            length = self._usable(path, matched)
         if length < matched:
             path = [node for node in path if node.start < length]
         if touch and path:
