@@ -294,12 +294,17 @@ class HybridMachine(RuleBasedStateMachine):
         owned = lease.tree_owned
         if key_length <= owned:
             return owned
+        live_from = min(lease.swa_dropped, key_length)
         limit = key_length
-        if self.swa is not None and min(lease.swa_dropped, key_length) >= key_length:
-            limit = owned  # the new tail already left the window: nothing can end in it
-        if self.mamba is not None:
-            limit = min(limit, max([owned, *(p for p in lease.checkpoints if p <= key_length)]))
-        return max(owned, limit)
+        while True:  # each component may cut shorter once another has cut
+            cut = limit
+            if self.swa is not None and live_from >= cut:
+                cut = min(owned, cut)  # the new tail already left the window
+            if self.mamba is not None:
+                cut = min(cut, max([owned, *(p for p in lease.checkpoints if p <= cut)]))
+            if cut == limit:
+                return max(owned, limit)
+            limit = cut
 
     def check_inserted(self, lease: Lease, tokens: list[int], held_from: int, cached: int,
                        saved: dict[int, int]) -> None:
@@ -603,6 +608,10 @@ class HybridMachine(RuleBasedStateMachine):
             assert ledger.cached == model.cached[index], (kind, ledger, model.cached)
             assert ledger.evictable + ledger.protected == ledger.cached
         self.check_locked_values(model)
+        for node in cache.tree.nodes.values():  # a leaf that lost a value is removed whole
+            if node.parent is not None and not node.children and not any(node.locks):
+                missing = [kind for kind, value in zip(self.kinds, node.values) if value is None]
+                assert not missing, f"unlocked leaf {node} lacks {missing}"
         guards = [*self.guards.values(), *(guard for _, guard in self.receipts)]
         for guard in guards:
             walk = model.walk(guard.namespace, guard.prefix)
@@ -691,3 +700,22 @@ TestFullMambaPage1 = MACHINES["FullMambaPage1"].TestCase
 TestFullMambaPage4 = MACHINES["FullMambaPage4"].TestCase
 TestFullSwaMambaPage1 = MACHINES["FullSwaMambaPage1"].TestCase
 TestFullSwaMambaPage4 = MACHINES["FullSwaMambaPage4"].TestCase
+
+
+# ---------------------------------------------------------------------- found by the machines
+
+
+def test_a_finish_cut_at_a_checkpoint_before_the_live_window_caches_no_tombstoned_leaf() -> None:
+    """FULL+SWA+MAMBA: the request saved a state at 2 only, then its window slid to [4, 6).
+    MAMBA cuts the insert at 2, where every token already left the window: a leaf [0, 2)
+    without SWA no match can end in (the tail rule of the SWA component), so nothing is
+    cached and every slot goes back."""
+    cache = PrefixCache(CacheConfig(capacity=16, components=("full", "swa", "mamba"),
+                                    sliding_window=2, mamba_track_interval=1, mamba_states=8))
+    lease = cache.admit([10, 11, 12, 13, 14, 15])
+    cache.checkpoint(lease, 2)
+    assert cache.slide_window(lease) == 4
+    assert cache.finish(lease) == 0
+    cache.check_invariants()
+    assert len(cache.tree.nodes) - len(cache.tree.roots) == 0
+    assert all(pool.available == pool.capacity for pool in cache.pools.pools)

@@ -73,8 +73,12 @@ class Inserter(TreeState):
         """How far to insert, and the sorted positions that must become node boundaries
         (always ending with the limit itself)."""
         limit = length
-        for component, data in zip(self.components, inputs):
-            limit = min(limit, component.insert_limit(data, length, borrowed))
+        while True:  # a component may cut shorter once another has cut: to a fixpoint
+            cut = min(c.insert_limit(data, limit, borrowed)
+                      for c, data in zip(self.components, inputs))
+            if cut == limit:
+                break
+            limit = cut
         cuts = {limit}
         for component, data in zip(self.components, inputs):
             cuts.update(p for p in component.cut_points(data, limit, borrowed) if 0 < p < limit)

@@ -54,10 +54,9 @@ class TreeCore(Inserter, Locker, Evictor):
         if root is None:
             return TreeMatch(0, None, [], 0)
         path, matched = self._walk(root, key)
-        if self._whole_all and not any(self.holes):  # bench match_prefix: nothing to cut
-            length = matched
-        else:
-            length = self._usable(path, matched)
+        # bench match_prefix: with no hole anywhere nothing can cut the structural match
+        whole = self._whole_all and not any(self.holes)
+        length = matched if whole else self._usable(path, matched)
         if length < matched:
             path = [node for node in path if node.start < length]
         if touch and path:
