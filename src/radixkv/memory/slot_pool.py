@@ -18,12 +18,12 @@ Contracts that hold for every method below, stated once here:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import numpy.typing as npt
 
-from radixkv.errors import ConfigError, InvalidSlotsError, InvalidSlotsTypeError, InvariantError
+from radixkv.errors import ConfigError, InvalidSlotsError, InvalidSlotsTypeError
+from radixkv.memory.pool_audit import check_pool
+from radixkv.memory.pool_config import SlotPoolConfig
 from radixkv.memory.slot_arrays import SlotArray, as_slot_array
 
 __all__ = ["SlotPool", "SlotPoolConfig", "SlotPoolSnapshot"]
@@ -32,54 +32,6 @@ BoolArray = npt.NDArray[np.bool_]
 
 SlotPoolSnapshot = tuple[int, int, bytes, bytes, bytes]
 """``(capacity, page_size, allocation map, ever-allocated map, free pages in queue order)``."""
-
-
-def _plain_int(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigError(f"SlotPoolConfig.{field} must be an int, got {type(value).__name__}")
-    return int(value)
-
-
-@dataclass(frozen=True)
-class SlotPoolConfig:
-    """Configuration of a :class:`SlotPool`.
-
-    Attributes:
-        capacity: number of slots (tokens) in the pool; ``>= 0`` and a multiple of
-            ``page_size``.
-        page_size: tokens per page, the unit of allocation; ``>= 1``.
-        name: a label used in messages and ``repr`` (e.g. which KV pool this is).
-
-    Raises:
-        ConfigError: on any invalid value (also on a wrong type: a float, a bool...).
-    """
-
-    capacity: int
-    page_size: int = 1
-    name: str = "kv"
-
-    def __post_init__(self) -> None:
-        capacity = _plain_int(self.capacity, "capacity")
-        page_size = _plain_int(self.page_size, "page_size")
-        if page_size < 1:
-            raise ConfigError(f"SlotPoolConfig.page_size must be >= 1, got {page_size}")
-        if capacity < 0:
-            raise ConfigError(f"SlotPoolConfig.capacity must be >= 0, got {capacity}")
-        if capacity % page_size:
-            raise ConfigError(
-                f"SlotPoolConfig.capacity ({capacity}) must be a multiple of page_size "
-                f"({page_size})"
-            )
-        if not isinstance(self.name, str):
-            raise ConfigError(f"SlotPoolConfig.name must be a str, got {type(self.name).__name__}")
-        # Normalise numpy integers to plain ints (the dataclass is frozen).
-        object.__setattr__(self, "capacity", capacity)
-        object.__setattr__(self, "page_size", page_size)
-
-    @property
-    def num_pages(self) -> int:
-        """``capacity // page_size``."""
-        return self.capacity // self.page_size
 
 
 class SlotPool:
@@ -278,43 +230,7 @@ class SlotPool:
             InvariantError: anything else is wrong; the message names the first offending slot
                 or page (a leak, a slot held twice, a held slot that is free, a foreign id...).
         """
-        self._check_ring()
-        try:
-            arr = as_slot_array(held, what="held")
-        except InvalidSlotsError as exc:
-            raise InvariantError(f"{self._label()}: {exc}") from exc
-        capacity = self.capacity
-        if arr.size:
-            too_big = arr >= capacity
-            if too_big.any():
-                i = int(np.argmax(too_big))
-                raise InvariantError(
-                    f"{self._label()}: held[{i}] = {int(arr[i])} is a foreign slot "
-                    f"(capacity {capacity})"
-                )
-        owners = np.bincount(arr, minlength=capacity)
-        twice = owners > 1
-        if twice.any():
-            slot = int(np.argmax(twice))
-            raise InvariantError(
-                f"{self._label()}: slot {slot} is held {int(owners[slot])} times "
-                "(owned by more than one holder)"
-            )
-        held_mask = owners == 1
-        allocated_mask = np.repeat(self._allocated, self._page_size)
-        leaked = allocated_mask & ~held_mask
-        if leaked.any():
-            slot = int(np.argmax(leaked))
-            raise InvariantError(
-                f"{self._label()}: slot {slot} is allocated but held by nobody (leaked)"
-            )
-        ghost = held_mask & ~allocated_mask
-        if ghost.any():
-            slot = int(np.argmax(ghost))
-            raise InvariantError(
-                f"{self._label()}: slot {slot} is held but free in the pool "
-                "(used after free, or never allocated)"
-            )
+        check_pool(self, held)
 
     def snapshot(self) -> SlotPoolSnapshot:
         """Return the pool's whole observable state as plain, comparable data.
@@ -375,32 +291,6 @@ class SlotPool:
                 f"{self._label()}: {what}[{i}] = {int(arr[i])} is a foreign slot: this pool "
                 f"has {ids}"
             )
-
-    def _check_ring(self) -> None:
-        """Raise InvariantError unless the free ring and the allocation maps agree."""
-        num_pages = self._num_pages
-        if not 0 <= self._count <= num_pages or not 0 <= self._head < max(num_pages, 1):
-            raise InvariantError(
-                f"{self._label()}: free ring out of bounds (head {self._head}, count "
-                f"{self._count}, {num_pages} pages)"
-            )
-        free_pages = self._peek(self._count)
-        if free_pages.size and (free_pages.min() < 0 or free_pages.max() >= num_pages):
-            raise InvariantError(f"{self._label()}: free ring holds an id that is not a page")
-        queued = np.bincount(free_pages, minlength=num_pages)
-        checks: tuple[tuple[BoolArray, str], ...] = (
-            (queued > 1, "is queued as free more than once"),
-            ((queued == 1) & self._allocated, "is both allocated and queued as free"),
-            ((queued == 0) & ~self._allocated, "is neither allocated nor queued as free (lost)"),
-            (self._allocated & ~self._ever_allocated, "is allocated but not marked as ever"),
-        )
-        for bad, why in checks:
-            if bad.any():
-                page = int(np.argmax(bad))
-                raise InvariantError(
-                    f"{self._label()}: page {page} (slots {page * self._page_size}.."
-                    f"{page * self._page_size + self._page_size - 1}) {why}"
-                )
 
     def _whole_pages(self, arr: SlotArray, action: str) -> SlotArray:
         """Validate that ``arr`` is distinct, allocated, whole pages; return their page ids."""
