@@ -16,8 +16,9 @@ page-aligned L within the structural match), and ``match``/``admit`` must agree 
 After every step: ``check_invariants()``; FULL >= SWA >= MAMBA lock counts on every node;
 in every pool, free + tree-held + lease-held == capacity with no slot held twice; the size
 ledgers agree with the model; every value that was locked before the step is still there
-with the same slots; and every prefix that was usable when a live lock took it is still
-usable, with the same FULL slots.
+with the same slots; every prefix that was usable when a live lock took it is still
+usable, with the same FULL slots; and no unlocked leaf lacks a component's value (such a
+leaf could never end a match: it is removed whole, or never inserted).
 """
 
 from __future__ import annotations
