@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
 from ..cache import CacheConfig, Lease, PrefixCache
 from ..errors import OutOfSlotsError
 
@@ -109,6 +107,3 @@ class RadixKVCache:
 
     def check(self) -> None:
         self.cache.check_invariants()
-
-    def tokens_array(self, seq: list[int]) -> np.ndarray:
-        return np.asarray(seq, dtype=np.int64)

@@ -73,10 +73,7 @@ class CacheBase:
         packed = encode_tokens(tokens)
         space = DEFAULT_NAMESPACE if namespace is None else validate_namespace(namespace)
         found = self.tree.match(self._key(packed), space)
-        counters = self.counters
-        counters["matches"] += 1
-        counters["match_tokens"] += len(packed) // 4
-        counters["hit_tokens"] += found.length
+        self._count_match(len(packed) // 4, found.length)
         if self.mamba is not None:
             return self._hybrid_match(found, len(packed) // 4)
         node = found.node

@@ -76,7 +76,7 @@ def _check_lease(cache: PrefixCache, lease: Lease) -> None:
         raise InvariantError(f"lease {lease.id} borrows from the tree without a lock")
     if lease.lock is not None and lease.tree_owned:
         node = lease.lock.node
-        full = tree.prefix_values(node, 0)[: lease.tree_owned]
+        full = tree.values_between(node, 0, 0)[: lease.tree_owned]
         if not np.array_equal(full, lease.allocated_slots[: lease.tree_owned]):
             raise InvariantError(f"lease {lease.id} disagrees with the tree on its prefix")
         if cache.swa is not None and lease.swa_start < lease.tree_owned:

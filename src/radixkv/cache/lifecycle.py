@@ -154,7 +154,7 @@ class Lifecycle(CacheBase):
         new_lock.lease = lease.id
         self._unlock(lease)
         lease.lock = new_lock
-        lease.adopt_prefix(self.tree.prefix_values(node, FULL)[:length])
+        lease.adopt_prefix(self.tree.values_between(node, FULL, 0)[:length])
         if self.swa is not None:
             lease.window_start = self._window_start(lease)
             start = lease.swa_start

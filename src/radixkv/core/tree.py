@@ -121,16 +121,6 @@ class TreeCore(Inserter, Locker, Evictor):
         joined: np.ndarray = np.concatenate(values)
         return joined[: match.length - start]
 
-    def prefix_values(self, node: Node | None, index: int) -> np.ndarray:
-        """Component ``index``'s values from the root down to the end of ``node``; O(depth)."""
-        path = []
-        while node is not None and node.parent is not None:
-            path.append(node)
-            node = node.parent
-        path.reverse()
-        values = _present(path, index)
-        return np.concatenate(values) if values else np.zeros(0, dtype=np.int64)
-
     def values_between(self, node: Node, index: int, start: int) -> np.ndarray:
         """Component ``index``'s values for key positions ``[start, node.end)`` on the path
         ending at ``node``; O(depth). Raises :class:`InvalidSlotsError` if one is missing."""

@@ -66,10 +66,6 @@ class Memory:
         for pool in self.states.values():
             pool[target] = pool[source]
 
-    def state_bytes(self, slot: int) -> bytes:
-        """The raw state of ``slot`` across SSM layers (for bitwise comparisons)."""
-        return b"".join(pool[slot].tobytes() for pool in self.states.values())
-
     @classmethod
     def scratch(cls, config: ModelConfig, num_tokens: int) -> Memory:
         """Pools for one sequence run from scratch: one slot per token, one state."""
