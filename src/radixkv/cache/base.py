@@ -18,7 +18,7 @@ from .config import CacheConfig
 from .detached import DetachedSlots
 from .lease import Lease, LeaseState
 from .pools import ComponentPools
-from .results import CacheStats, MatchResult
+from .results import CacheStats, HintInputs, MatchResult, checkpoint_hints
 
 FULL = 0
 """Index of the FULL component: always the first."""
@@ -67,27 +67,25 @@ class CacheBase:
         """Longest cached prefix of ``tokens`` usable by every component.
 
         Never changes the tree's structure; refreshes recency along the prefix and counts a
-        hit. Cost O(depth) plus one concatenation of the prefix slots. Raises
-        :class:`InvalidTokensError` / :class:`InvalidNamespaceError` on bad input.
+        hit. Cost O(depth); the prefix slots are concatenated when the result's ``slots``
+        is first read. Raises :class:`InvalidTokensError` / :class:`InvalidNamespaceError`
+        on bad input.
         """
         packed = encode_tokens(tokens)
         space = DEFAULT_NAMESPACE if namespace is None else validate_namespace(namespace)
-        found = self.tree.match(self._key(packed), space)
-        self._count_match(len(packed) // 4, found.length)
-        if self.mamba is not None:
-            return self._hybrid_match(found, len(packed) // 4)
+        # bench match_prefix: without bigrams the tree walks the packed tokens as they are
+        found = self.tree.match(self._key(packed) if self.config.bigram else packed, space)
+        self._count_match(len(packed) >> 2, found.length)
         node = found.node
-        if node is None:
-            return MatchResult(0, [], None)
-        handle: NodeId = node.id  # type: ignore[assignment]  # bench match_prefix: no call
+        # bench match_prefix: a handle is the node's int id (no NodeId call)
+        handle: NodeId | None = None if node is None else node.id  # type: ignore[assignment]
         # the values on a usable FULL path are never None
-        return MatchResult(found.length, [n.values[FULL] for n in found.path], handle)  # type: ignore[misc]
-
-    def _hybrid_match(self, found: TreeMatch, num_tokens: int) -> MatchResult:
-        node = found.node
-        parts = [n.values[FULL] for n in found.path]
-        return MatchResult(found.length, parts, None if node is None else NodeId(node.id),  # type: ignore[arg-type]
-                           self._state_at(found), self._hints(found, num_tokens))
+        parts: list[np.ndarray] = [n.values[FULL] for n in found.path]  # type: ignore[misc]
+        if self.mamba is None:
+            return MatchResult(found.length, parts, handle)
+        state = None if node is None else node.values[self.mamba]
+        return MatchResult(found.length, parts, handle, state,
+                           self._hint_inputs(found, len(packed) >> 2))
 
     def _count_match(self, queried: int, hit: int) -> None:
         self.counters["matches"] += 1
@@ -100,21 +98,16 @@ class CacheBase:
         state = found.node.values[self.mamba]
         return None if state is None else int(state[0])
 
-    def _hints(self, found: TreeMatch, num_tokens: int) -> tuple[int, ...]:
-        """Where to save MAMBA states while prefilling: every track interval past the match,
-        the branch point (where the prompt leaves the cached tree: the next request sharing
-        this prefix branches there too), and the last page boundary of the prompt."""
-        if self.mamba is None:
-            return ()
+    def _hint_inputs(self, found: TreeMatch, num_tokens: int) -> HintInputs:
         interval = self.config.mamba_track_interval
         assert interval is not None
-        end = num_tokens - num_tokens % self.page_size
-        hints = set(range(found.length - found.length % interval + interval, end + 1, interval))
-        if found.length < found.branch < end:
-            hints.add(found.branch)
-        if end > found.length:
-            hints.add(end)
-        return tuple(sorted(hints))
+        return found.length, found.branch, num_tokens, self.page_size, interval
+
+    def _hints(self, found: TreeMatch, num_tokens: int) -> tuple[int, ...]:
+        """Where to save MAMBA states while prefilling (see :func:`checkpoint_hints`)."""
+        if self.mamba is None:
+            return ()
+        return checkpoint_hints(*self._hint_inputs(found, num_tokens))
 
     def _needs(self, fresh: int, state: int = 0) -> list[int]:
         """Slots each pool must provide for ``fresh`` new token slots and ``state`` states."""

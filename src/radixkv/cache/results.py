@@ -9,6 +9,25 @@ import numpy as np
 from ..core.types import NodeId
 
 
+def checkpoint_hints(length: int, branch: int, num_tokens: int, page_size: int,
+                     interval: int) -> tuple[int, ...]:
+    """Where a request whose prompt of ``num_tokens`` tokens matched ``length`` (and ran
+    along the tree structurally to ``branch``) should save MAMBA states while prefilling:
+    every track ``interval`` past the match, the branch point (the next request sharing this
+    prefix branches there too), and the prompt's last page boundary; sorted, pure."""
+    end = num_tokens - num_tokens % page_size
+    hints = set(range(length - length % interval + interval, end + 1, interval))
+    if length < branch < end:
+        hints.add(branch)
+    if end > length:
+        hints.add(end)
+    return tuple(sorted(hints))
+
+
+HintInputs = tuple[int, int, int, int, int]
+"""The arguments of :func:`checkpoint_hints`, kept by a match result until read."""
+
+
 class MatchResult:
     """The longest cached prefix usable by every component (read-only by convention).
 
@@ -21,26 +40,35 @@ class MatchResult:
     (empty without MAMBA).
     """
 
-    __slots__ = ("_parts", "_slots", "checkpoint_hints", "host_length", "length",
-                 "mamba_slot", "node")
+    __slots__ = ("_hint_inputs", "_parts", "_slots", "_state", "host_length", "length",
+                 "node")
 
     def __init__(
         self, length: int, parts: list[np.ndarray], node: NodeId | None,
-        mamba_slot: int | None = None, checkpoint_hints: tuple[int, ...] = (),
+        state: np.ndarray | None = None, hint_inputs: HintInputs | None = None,
         host_length: int = 0,
     ) -> None:
         self.length, self._parts, self.node = length, parts, node
-        self.mamba_slot, self.checkpoint_hints, self.host_length = (
-            mamba_slot, checkpoint_hints, host_length)
+        self._state, self._hint_inputs, self.host_length = state, hint_inputs, host_length
         self._slots: np.ndarray | None = None
 
+    # bench match_prefix: slots, the state slot and the hints are computed only when read,
+    # from values captured at match time (the node arrays are never written in place)
     @property
     def slots(self) -> np.ndarray:
-        # bench match_prefix: the concatenation is paid only by callers that read it
         if self._slots is None:
             joined = np.concatenate(self._parts) if self._parts else np.zeros(0, np.int64)
             self._slots = joined[: self.length]
         return self._slots
+
+    @property
+    def mamba_slot(self) -> int | None:
+        return None if self._state is None else int(self._state[0])
+
+    @property
+    def checkpoint_hints(self) -> tuple[int, ...]:
+        inputs = self._hint_inputs
+        return () if inputs is None else checkpoint_hints(*inputs)
 
     def __repr__(self) -> str:
         return (f"MatchResult(length={self.length}, slots={self.slots!r}, node={self.node}, "

@@ -40,6 +40,10 @@ class Component(ABC):
     pins_whole_path: ClassVar[bool] = False
     """True if :meth:`lock_boundary` is always 0 (the tree then skips the call)."""
 
+    pins_end_node: ClassVar[bool] = False
+    """True if :meth:`lock_boundary` is always the node's start: a lock pins only the node
+    it ends in (the tree then skips the call and the walk)."""
+
     per_token: ClassVar[bool] = True
     """True if :meth:`value_size` is the node's length (the tree then skips the call)."""
 

@@ -25,6 +25,7 @@ class MambaComponent(Component):
 
     kind = "mamba"
     per_token = False
+    pins_end_node = True
 
     def usable_length(self, path: Sequence[Node], length: int) -> int:
         index = self.index

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import LockError
 from .node import Node
-from .state import TreeState
+from .state import NODE, PATH, TreeState
 from .types import Lock
 
 
@@ -18,53 +20,69 @@ class Locker(TreeState):
     def lock(self, node: Node, end: int | None = None) -> Lock:
         """Pin what each component needs for the prefix ``[0, end)`` ending in ``node``
         (``end`` defaults to the node's end). Mutates lock counts and ledgers; O(depth)."""
-        if self._all_pin_path:  # bench lock_unlock: no boundary to compute
-            boundaries = self._bounds_zero
-        else:
-            end = node.end if end is None else end
-            boundaries = tuple(c.lock_boundary(node, end) for c in self.components)
-        for index, boundary in enumerate(boundaries):
-            self._pin(node, index, boundary)
-        receipt = Lock(self._owner, next(self._lock_ids), node, boundaries)
+        protected, start, boundaries = self.protected, node.start, []
+        # bench lock_unlock: one pass computes each boundary and pins; whole-path and
+        # one-node locks take their own tight loops
+        for index, mode in enumerate(self._lock_modes):
+            if mode is PATH:
+                boundary = 0
+                protected[index] += _pin_path(node, index)
+            else:
+                boundary = start if mode is NODE else self.components[index].lock_boundary(
+                    node, start + node.length if end is None else end)
+                protected[index] += (_pin_node(node, index, self._sizes[index])
+                                     if boundary == start else self._pin(node, index, boundary))
+            boundaries.append(boundary)
+        receipt = Lock(self._owner, next(self._lock_ids), node, tuple(boundaries))
         self.live_locks[receipt.id] = receipt
         return receipt
 
-    def _pin(self, node: Node, index: int, boundary: int) -> None:
-        # bench lock_unlock: one tight loop per component, queue work deferred to eviction
-        component = self.components[index]
-        per_token, size = component.per_token, component.value_size
+    def _pin(self, node: Node, index: int, boundary: int) -> int:
+        """Pin from ``node`` up while ``start >= boundary``; the ledger size newly locked."""
+        size = self._sizes[index]
         protected, current = 0, node
         while current.parent is not None and current.start >= boundary:
             locks = current.locks
             locks[index] += 1
             if locks[index] == 1 and current.values[index] is not None:
-                protected += current.length if per_token else size(current)
+                protected += size(current)
             current = current.parent
-        self.protected[index] += protected
+        return protected
 
     def unlock(self, receipt: Lock) -> None:
         """Undo exactly what ``receipt`` pinned. Raises :class:`LockError` for a receipt of
         another cache or one already released (or invalidated by ``reset()``)."""
-        self.check_receipt(receipt)
+        if type(receipt) is not Lock or receipt.owner is not self._owner or \
+                self.live_locks.get(receipt.id) is not receipt:
+            self.check_receipt(receipt)  # raises the precise error (or accepts a subclass)
+        protected, node, parked = self.protected, receipt.node, self._parked
         for index, boundary in enumerate(receipt.boundaries):
-            self._unpin(receipt.node, index, boundary)
+            if parked[index]:
+                protected[index] -= self._unpin(node, index, boundary)
+            elif boundary == node.start:  # no split since the lock: only this node
+                protected[index] -= _unpin_node(node, index, self._sizes[index])
+            elif boundary == 0 and self._lock_modes[index] is PATH:
+                protected[index] -= _unpin_path(node, index)
+            else:
+                protected[index] -= self._unpin(node, index, boundary)
         del self.live_locks[receipt.id]
 
-    def _unpin(self, node: Node, index: int, boundary: int) -> None:
-        component = self.components[index]
-        per_token, size = component.per_token, component.value_size
-        parked = self.queues[index].parked
+    def _unpin(self, node: Node, index: int, boundary: int) -> int:
+        """Unpin from ``node`` up while ``start >= boundary``, putting back parked nodes
+        that become unlocked; the ledger size no longer locked."""
+        size = self._sizes[index]
+        queue = self.queues[index]
         released, current = 0, node
         while current.parent is not None and current.start >= boundary:
             locks = current.locks
             locks[index] -= 1
             if not locks[index]:
                 if current.values[index] is not None:
-                    released += current.length if per_token else size(current)
-                if parked:
-                    self.queues[index].unpark(current)
+                    released += size(current)
+                if queue.parked:
+                    queue.unpark(current)
             current = current.parent
-        self.protected[index] -= released
+        return released
 
     def check_receipt(self, receipt: Lock) -> None:
         """Raise :class:`LockError` unless ``receipt`` is a live lock of this tree; pure."""
@@ -90,3 +108,50 @@ class Locker(TreeState):
                 current = current.parent
             sizes.append(total)
         return sizes
+
+
+# bench lock_unlock: the whole-path walks of per-token components (FULL) get their own tight
+# loops: no boundary compare, no size call, each lock count read once
+
+
+def _pin_path(node: Node, index: int) -> int:
+    """Pin ``node`` and every ancestor below the root; the tokens newly locked."""
+    protected, parent = 0, node.parent
+    while parent is not None:
+        locks = node.locks
+        count = locks[index] + 1
+        locks[index] = count
+        if count == 1 and node.values[index] is not None:
+            protected += node.length
+        node, parent = parent, parent.parent
+    return protected
+
+
+def _unpin_path(node: Node, index: int) -> int:
+    """Unpin ``node`` and every ancestor below the root (no node parked); the tokens no
+    longer locked."""
+    released, parent = 0, node.parent
+    while parent is not None:
+        locks = node.locks
+        count = locks[index] - 1
+        locks[index] = count
+        if not count and node.values[index] is not None:
+            released += node.length
+        node, parent = parent, parent.parent
+    return released
+
+
+def _pin_node(node: Node, index: int, size: Callable[[Node], int]) -> int:
+    """Pin ``node`` alone; the ledger size newly locked."""
+    locks = node.locks
+    count = locks[index] + 1
+    locks[index] = count
+    return size(node) if count == 1 and node.values[index] is not None else 0
+
+
+def _unpin_node(node: Node, index: int, size: Callable[[Node], int]) -> int:
+    """Unpin ``node`` alone (not parked); the ledger size no longer locked."""
+    locks = node.locks
+    count = locks[index] - 1
+    locks[index] = count
+    return size(node) if not count and node.values[index] is not None else 0

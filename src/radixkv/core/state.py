@@ -20,6 +20,16 @@ if TYPE_CHECKING:  # components import the node module of this package
     from ..components.base import Component
 
 NO_SLOTS = np.zeros(0, dtype=np.int64)
+
+PATH, NODE, BOUNDARY = "path", "node", "boundary"
+"""How a component's lock reaches up from its node: the whole path with per-token sizes,
+the node alone, or up to the boundary its ``lock_boundary`` computes."""
+
+
+def lock_mode(component: Component) -> str:
+    if component.pins_whole_path and component.per_token:
+        return PATH
+    return NODE if component.pins_end_node else BOUNDARY
 EVICTION_REASONS = ("budget", "cascade", "removal")
 
 
@@ -43,10 +53,11 @@ class TreeState:
         for index, component in enumerate(self.components):
             component.bind(index, config.page_size)
         self.policy = make_policy(config.policy)
-        self._bounds_zero = tuple(0 for _ in self.components)
-        self._all_pin_path = all(c.pins_whole_path for c in self.components)
+        self._lock_modes = [lock_mode(c) for c in self.components]
+        self._sizes = [c.value_size for c in self.components]
         self._whole_all = all(c.whole_when_complete for c in self.components)
         self.queues = [EvictionQueue(self.policy) for _ in self.components]
+        self._parked = [queue.parked for queue in self.queues]
         self.log = EventLog(self, config.events)
         self._owner = object()
         self._ids = itertools.count(1)

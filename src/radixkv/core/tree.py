@@ -47,16 +47,32 @@ class TreeCore(Inserter, Locker, Evictor):
     def match(self, key: bytes, namespace: Namespace, *, touch: bool = True) -> TreeMatch:
         """Longest prefix of ``key`` usable by every component; never changes structure.
 
-        With ``touch`` the covered nodes are accessed and hit (recency, hit counts). Cost:
-        O(depth) dict gets and bytes compares, plus O(log) halving at the mismatch.
+        A trailing partial page of ``key`` is ignored. With ``touch`` the covered nodes are
+        accessed and hit (recency, hit counts). Cost: O(depth) dict gets and bytes compares,
+        plus O(log) halving at the mismatch.
         """
-        root = self.roots.get(namespace)
-        if root is None:
+        node = self.roots.get(namespace)
+        if node is None:
             return TreeMatch(0, None, [], 0)
-        path, matched = self._walk(root, key)
+        # bench match_prefix: the walk is inlined (one call less per match); the key is
+        # walked in place up to its last whole page rather than cut (no copy)
+        page_bytes, pos, path = self.page_bytes, 0, []
+        end = len(key) - len(key) % page_bytes
+        while pos < end:
+            child = node.children.get(key[pos : pos + page_bytes])
+            if child is None:
+                break
+            path.append(child)
+            edge = child.key
+            if not key.startswith(edge, pos):
+                pos += self._common_prefix(edge, key, pos, end)
+                break
+            pos += len(edge)
+            node = child
+        matched = pos // self.unit
         # bench match_prefix: with no hole anywhere nothing can cut the structural match
-        whole = self._whole_all and not any(self.holes)
-        length = matched if whole else self._usable(path, matched)
+        length = matched if self._whole_all and not any(self.holes) else \
+            self._usable(path, matched)
         if length < matched:
             path = [node for node in path if node.start < length]
         if touch and path:
@@ -75,24 +91,6 @@ class TreeCore(Inserter, Locker, Evictor):
             if candidate == length:
                 return length
             length = candidate
-
-    def _walk(self, root: Node, key: bytes) -> tuple[list[Node], int]:
-        """Structural match: the nodes ``key`` runs through and how far it matches."""
-        page_bytes, end = self.page_bytes, len(key)
-        node, pos, path = root, 0, []
-        while pos < end:
-            child = node.children.get(key[pos : pos + page_bytes])
-            if child is None:
-                break
-            edge = child.key
-            path.append(child)
-            if key.startswith(edge, pos):
-                pos += len(edge)
-                node = child
-            else:
-                pos += self._common_prefix(edge, key, pos, end)
-                break
-        return path, pos // self.unit
 
     def _access(self, path: Sequence[Node], hit: bool) -> None:
         self.tick += 1

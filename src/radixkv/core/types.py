@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, NewType
+from typing import NewType
 
 import numpy as np
 
@@ -38,15 +38,24 @@ class Lock:
         return f"Lock(id={self.id}, node={self.node.id})"
 
 
-class TreeMatch(NamedTuple):
+class TreeMatch:
     """A match inside the tree: the usable ``length`` (key elements), the deepest node that
     covers it (``None`` when ``length`` is 0), the covering path top-down, and ``branch``:
     how far the key runs along the tree structurally (where it leaves the cached tree)."""
 
-    length: int
-    node: Node | None
-    path: list[Node]
-    branch: int
+    # bench match_prefix: a slots class builds in about half the time of a NamedTuple
+    __slots__ = ("branch", "length", "node", "path")
+
+    def __init__(self, length: int, node: Node | None, path: list[Node], branch: int) -> None:
+        self.length = length
+        self.node = node
+        self.path = path
+        self.branch = branch
+
+    def __repr__(self) -> str:
+        node = None if self.node is None else self.node.id
+        return (f"TreeMatch(length={self.length}, node={node}, path={len(self.path)} nodes, "
+                f"branch={self.branch})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,55 @@
+"""The class flags that let the tree skip a component hook must agree with that hook.
+
+The tree trusts ``pins_whole_path``, ``pins_end_node`` and ``per_token`` instead of calling
+``lock_boundary`` / ``value_size`` on its hot paths; these tests check every flag against
+the hook on every node of a branched hybrid tree, for every lock end inside each node.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from radixkv.components.base import Component
+from radixkv.core.node import Node
+
+from .support import AuditedCache, seq
+
+
+def _branched_cache(page: int) -> AuditedCache:
+    cache = AuditedCache(capacity=256, page_size=page, components=("full", "swa", "mamba"),
+                         sliding_window=8, mamba_track_interval=8, mamba_states=32)
+    for prompt in ([*seq(100, 24)], [*seq(100, 16), *seq(500, 16)], [*seq(100, 8), 7] * 2):
+        lease = cache.admit(prompt)
+        for hint in lease.checkpoint_hints:
+            cache.checkpoint(lease, hint)
+        cache.finish(lease)
+    return cache
+
+
+def _nodes(cache: AuditedCache) -> list[Node]:
+    return [node for node in cache.tree.nodes.values() if node.parent is not None]
+
+
+@pytest.mark.parametrize("page", [1, 4])
+def test_each_flag_agrees_with_the_hook_it_replaces_on_every_node(page: int) -> None:
+    cache = _branched_cache(page)
+    nodes = _nodes(cache)
+    assert len(nodes) >= 4  # the prompts branch: the flags are checked on a real tree
+    components: list[Component] = cache.tree.components
+    for component in components:
+        for node in nodes:
+            for end in range(node.start + 1, node.start + node.length + 1):
+                boundary = component.lock_boundary(node, end)
+                if component.pins_whole_path:
+                    assert boundary == 0, (component.kind, node.id, end)
+                if component.pins_end_node:
+                    assert boundary == node.start, (component.kind, node.id, end)
+            if component.per_token:
+                assert component.value_size(node) == node.length, (component.kind, node.id)
+
+
+def test_only_full_pins_the_whole_path_and_only_mamba_pins_its_end_node() -> None:
+    kinds = {c.kind: (c.pins_whole_path, c.pins_end_node, c.per_token)
+             for c in _branched_cache(1).tree.components}
+    assert kinds == {"full": (True, False, True), "swa": (False, False, True),
+                     "mamba": (False, True, False)}
