@@ -18,7 +18,7 @@ from .config import CacheConfig
 from .detached import DetachedSlots
 from .lease import Lease, LeaseState
 from .pools import ComponentPools
-from .results import CacheStats, HintInputs, MatchResult, checkpoint_hints
+from .results import CacheStats, MatchResult, checkpoint_hints
 
 FULL = 0
 """Index of the FULL component: always the first."""
@@ -38,6 +38,8 @@ class CacheBase:
         kinds = [component.kind for component in self.tree.components]
         self.swa = kinds.index("swa") if "swa" in kinds else None
         self.mamba = kinds.index("mamba") if "mamba" in kinds else None
+        self._hint_config = (config.page_size, config.mamba_track_interval or 1)
+        """The page size and track interval of :func:`checkpoint_hints` (MAMBA only)."""
         self._owner = object()
         self._lease_ids = itertools.count(1)
         self._leases: dict[int, Lease] = {}
@@ -85,7 +87,7 @@ class CacheBase:
             return MatchResult(found.length, parts, handle)
         state = None if node is None else node.values[self.mamba]
         return MatchResult(found.length, parts, handle, state,
-                           self._hint_inputs(found, len(packed) >> 2))
+                           (found.length, found.branch, len(packed) >> 2, *self._hint_config))
 
     def _count_match(self, queried: int, hit: int) -> None:
         self.counters["matches"] += 1
@@ -98,16 +100,11 @@ class CacheBase:
         state = found.node.values[self.mamba]
         return None if state is None else int(state[0])
 
-    def _hint_inputs(self, found: TreeMatch, num_tokens: int) -> HintInputs:
-        interval = self.config.mamba_track_interval
-        assert interval is not None
-        return found.length, found.branch, num_tokens, self.page_size, interval
-
     def _hints(self, found: TreeMatch, num_tokens: int) -> tuple[int, ...]:
         """Where to save MAMBA states while prefilling (see :func:`checkpoint_hints`)."""
         if self.mamba is None:
             return ()
-        return checkpoint_hints(*self._hint_inputs(found, num_tokens))
+        return checkpoint_hints(found.length, found.branch, num_tokens, *self._hint_config)
 
     def _needs(self, fresh: int, state: int = 0) -> list[int]:
         """Slots each pool must provide for ``fresh`` new token slots and ``state`` states."""
