@@ -30,8 +30,9 @@ class MambaComponent(Component):
     def usable_length(self, path: Sequence[Node], length: int) -> int:
         index = self.index
         for node in reversed(path):
-            if node.end <= length and node.values[index] is not None:
-                return node.end
+            end = node.start + node.length  # bench match_prefix: no property call
+            if end <= length and node.values[index] is not None:
+                return end
         return 0
 
     def lock_boundary(self, node: Node, end: int) -> int:

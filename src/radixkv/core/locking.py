@@ -45,7 +45,7 @@ class Locker(TreeState):
             locks = current.locks
             locks[index] += 1
             if locks[index] == 1 and current.values[index] is not None:
-                protected += size(current)
+                protected += current.length if size is None else size(current)
             current = current.parent
         return protected
 
@@ -78,7 +78,7 @@ class Locker(TreeState):
             locks[index] -= 1
             if not locks[index]:
                 if current.values[index] is not None:
-                    released += size(current)
+                    released += current.length if size is None else size(current)
                 if queue.parked:
                     queue.unpark(current)
             current = current.parent
@@ -141,17 +141,21 @@ def _unpin_path(node: Node, index: int) -> int:
     return released
 
 
-def _pin_node(node: Node, index: int, size: Callable[[Node], int]) -> int:
+def _pin_node(node: Node, index: int, size: Callable[[Node], int] | None) -> int:
     """Pin ``node`` alone; the ledger size newly locked."""
     locks = node.locks
     count = locks[index] + 1
     locks[index] = count
-    return size(node) if count == 1 and node.values[index] is not None else 0
+    if count != 1 or node.values[index] is None:
+        return 0
+    return node.length if size is None else size(node)
 
 
-def _unpin_node(node: Node, index: int, size: Callable[[Node], int]) -> int:
+def _unpin_node(node: Node, index: int, size: Callable[[Node], int] | None) -> int:
     """Unpin ``node`` alone (not parked); the ledger size no longer locked."""
     locks = node.locks
     count = locks[index] - 1
     locks[index] = count
-    return size(node) if not count and node.values[index] is not None else 0
+    if count or node.values[index] is None:
+        return 0
+    return node.length if size is None else size(node)

@@ -54,7 +54,8 @@ class TreeState:
             component.bind(index, config.page_size)
         self.policy = make_policy(config.policy)
         self._lock_modes = [lock_mode(c) for c in self.components]
-        self._sizes = [c.value_size for c in self.components]
+        self._sizes = [None if c.per_token else c.value_size for c in self.components]
+        """Per component, its value_size hook, or None when that is the node's length."""
         self._whole_all = all(c.whole_when_complete for c in self.components)
         self.queues = [EvictionQueue(self.policy) for _ in self.components]
         self._parked = [queue.parked for queue in self.queues]
