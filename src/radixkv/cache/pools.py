@@ -60,10 +60,19 @@ class ComponentPools:
         return allocated
 
     def free_all(self, slots: Sequence[np.ndarray]) -> None:
-        """Give each component's slots back to its pool."""
+        """Give each component's slots back to its pool. Only slots the cache holds come
+        here (tree values, lease buffers, caller slots already checked as held): whole
+        pages by construction, so the pools' slot-level validation is not repeated."""
         for pool, part in zip(self.pools, slots):
             if len(part):
-                pool.free(part)
+                # bench insert/release: page ids straight to the ring, no re-validation
+                pool.free_pages(pool.pages_of(part))
+
+    def free_pages(self, pages: Sequence[np.ndarray]) -> None:
+        """Give each component's pages (page ids the cache holds) back to its pool."""
+        for pool, part in zip(self.pools, pages):
+            if len(part):
+                pool.free_pages(part)
 
     def reset(self) -> None:
         for pool in self.pools:

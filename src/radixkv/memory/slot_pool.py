@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from radixkv.errors import ConfigError, InvalidSlotsError, InvalidSlotsTypeError
+from radixkv.errors import ConfigError, InvalidSlotsError, InvalidSlotsTypeError, InvariantError
 from radixkv.memory.pool_audit import check_pool
 from radixkv.memory.pool_config import SlotPoolConfig
 from radixkv.memory.slot_arrays import SlotArray, as_slot_array
@@ -48,6 +48,7 @@ class SlotPool:
         "_ever_allocated",
         "_head",
         "_num_pages",
+        "_order",
         "_page_offsets",
         "_page_size",
         "_queue",
@@ -77,6 +78,8 @@ class SlotPool:
         self._count = self._num_pages
         # Scratch for O(n) duplicate detection; its contents between calls mean nothing.
         self._stamp: SlotArray = np.zeros(self._num_pages, dtype=np.int64)
+        # Positions 0..num_pages-1, sliced (not rebuilt) for every duplicate check.
+        self._order: SlotArray = np.arange(self._num_pages, dtype=np.int64)
 
     # ------------------------------------------------------------------ properties
 
@@ -187,6 +190,35 @@ class SlotPool:
         self._allocated[pages] = False
         self._push(pages)
 
+    def free_pages(self, pages: SlotArray) -> None:
+        """Return pages, given by page id, that the caller proved are its own: an ``int64``
+        array of pages it holds (each page whole), e.g. what a cache validated on the way in
+        or handed out itself. Only a cheap guard runs (every page allocated, none twice);
+        the slot-level checks of :meth:`free` are the caller's. O(len(pages)).
+
+        Raises:
+            InvariantError: a page is not allocated or is given twice (a bug in the caller:
+                it did not hold what it claimed); nothing changes.
+        """
+        k = len(pages)
+        if not k:
+            return
+        allocated = self._allocated
+        # bench insert/release: two C calls instead of free()'s ~30 numpy calls per free
+        if np.count_nonzero(allocated[pages]) != k or self._repeats(pages):
+            raise InvariantError(f"{self._label()}: free_pages given a page it does not hold")
+        allocated[pages] = False
+        self._push(pages)
+
+    def pages_of(self, slots: SlotArray) -> SlotArray:
+        """Page ids of ``slots`` that are whole pages (as ``alloc`` returns them); a view
+        when the page size is 1. Not validated."""
+        p = self._page_size
+        if p == 1:
+            return slots
+        pages: SlotArray = slots[::p] // p
+        return pages
+
     def is_allocated(self, slots: object) -> BoolArray:
         """Return, for each slot id, whether its page is currently allocated.
 
@@ -264,6 +296,12 @@ class SlotPool:
             (self._queue[start:], self._queue[: end - self._num_pages])
         )
         return wrapped
+
+    def _repeats(self, pages: SlotArray) -> bool:
+        """Whether a page id occurs twice in ``pages`` (in range); O(k) via the stamp map."""
+        order = self._order[: len(pages)]
+        self._stamp[pages] = order  # a repeated page keeps only one of its positions
+        return bool(np.count_nonzero(self._stamp[pages] != order))
 
     def _push(self, pages: SlotArray) -> None:
         """Append ``pages`` (non-empty, all currently not queued) at the back of the queue."""
