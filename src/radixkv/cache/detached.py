@@ -7,6 +7,7 @@ from typing import NoReturn
 import numpy as np
 
 from ..errors import InvalidSlotsError
+from ..memory.slot_arrays import page_table
 
 
 class DetachedSlots:
@@ -22,6 +23,7 @@ class DetachedSlots:
         self._stamp = np.zeros(num_pages, dtype=np.int64)  # duplicate detection in O(n)
         self._order = np.arange(num_pages, dtype=np.int64)  # sliced, never rebuilt
         self._offsets = np.arange(page_size, dtype=np.int64)
+        self._rows = page_table(num_pages, page_size) if page_size > 1 else None
 
     def pages(self, slots: np.ndarray) -> np.ndarray:
         """Page ids of whole pages of slots (not validated)."""
@@ -51,20 +53,20 @@ class DetachedSlots:
         k = len(pages)
         if not k:
             return pages
-        if page > 1:
-            # bench insert: one compare of bytes checks alignment and contiguity at once
-            whole = (pages * page)[:, None] + self._offsets
-            if whole.tobytes() != slots.tobytes():
+        try:  # a page past the pool raises IndexError
+            # bench insert: one row gather and one compare of bytes check that the slots
+            # are whole aligned pages (a negative page gathers a row of other ids)
+            if self._rows is not None and (
+                    self._rows.take(pages, axis=0).tobytes() != slots.tobytes()):
                 return None
-        try:
-            held = self._held[pages]  # a page past the pool raises IndexError
+            held = self._held.take(pages)
         except IndexError:
             return None
         if np.count_nonzero(held) != k:
             return None
         order = self._order[:k]
         self._stamp[pages] = order  # a page given twice keeps only its last position
-        if np.count_nonzero(self._stamp[pages] != order):
+        if self._stamp.take(pages).tobytes() != order.tobytes():
             return None
         return pages
 
