@@ -39,12 +39,13 @@ class Direct(CacheBase):
         if state and self.mamba is None:
             raise ConfigError("state=True needs the 'mamba' component")
         needs = self._needs(self.pages_for(num_tokens), state=int(state))
-        if not evict and any(n > pool.available for n, pool in zip(needs, self.pools.pools)):
+        if not evict and not self.pools.has_room(needs):
             return None
         self.pools.ensure_room(needs)
-        slots = self.pools.allocate(needs)
-        for detached, part in zip(self.detached, slots):
-            detached.mark(detached.pages(part))
+        pages = self.pools.allocate_pages(needs)
+        for detached, part in zip(self.detached, pages):
+            detached.mark(part)
+        slots = [pool.slots_of(part) for pool, part in zip(self.pools.pools, pages)]
         return Allocation(
             full=slots[FULL],
             swa=None if self.swa is None else slots[self.swa],

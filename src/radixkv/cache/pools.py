@@ -43,21 +43,39 @@ class ComponentPools:
                     f"{evictable} evictable (capacity {pool.capacity})"
                 )
 
+    def has_room(self, needs: Sequence[int]) -> bool:
+        """Whether every pool has ``needs[c]`` slots free now (no eviction); pure."""
+        # bench insert: a plain loop, no generator object per call
+        for pool, need in zip(self.pools, needs):  # noqa: SIM110
+            if need > pool.available:
+                return False
+        return True
+
     def allocate(self, needs: Sequence[int]) -> list[np.ndarray]:
         """Allocate ``needs[c]`` slots (whole pages) in each pool, evicting first where short.
         Call :meth:`ensure_room` first: then this cannot fail."""
+        pages = self.allocate_pages(needs)
+        return [pool.slots_of(part) for pool, part in zip(self.pools, pages)]
+
+    def allocate_pages(self, needs: Sequence[int]) -> list[np.ndarray]:
+        """:meth:`allocate`, returning page ids per pool instead of slots."""
+        if not self.has_room(needs):  # bench insert: no eviction round when there is room
+            self._evict_for(needs)
+        allocated = []
+        for pool, need in zip(self.pools, needs):
+            pages = pool.alloc_pages(-(-need // pool.page_size))
+            if pages is None:  # ensure_room proved this cannot happen
+                raise InvariantError(f"{pool.name}: could not allocate {need} after eviction")
+            allocated.append(pages)
+        return allocated
+
+    def _evict_for(self, needs: Sequence[int]) -> None:
+        """Evict until every pool has room for ``needs`` (a few rounds: cascades free more)."""
         for _ in range(len(self.pools) + 1):
             short = [max(0, need - pool.available) for pool, need in zip(self.pools, needs)]
             if not any(short):
                 break
             self.free_all(self.tree.evict(short).freed)
-        allocated = []
-        for pool, need in zip(self.pools, needs):
-            slots = pool.alloc(need)
-            if slots is None:  # ensure_room proved this cannot happen
-                raise InvariantError(f"{pool.name}: could not allocate {need} after eviction")
-            allocated.append(slots)
-        return allocated
 
     def free_all(self, slots: Sequence[np.ndarray]) -> None:
         """Give each component's slots back to its pool. Only slots the cache holds come

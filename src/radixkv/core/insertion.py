@@ -116,17 +116,18 @@ class Inserter(TreeState):
     def _plan(self, inputs: Sequence[object], length: int, borrowed: int) -> tuple[int, list[int]]:
         """How far to insert, and the sorted positions that must become node boundaries
         (always ending with the limit itself)."""
+        pairs = list(zip(self.components, inputs))
         limit = length
         while True:  # a component may cut shorter once another has cut: to a fixpoint
-            cut = min(c.insert_limit(data, limit, borrowed)
-                      for c, data in zip(self.components, inputs))
+            cut = min([component.insert_limit(data, limit, borrowed) for component, data in pairs])
             if cut == limit:
                 break
             limit = cut
-        cuts = {limit}
-        for component, data in zip(self.components, inputs):
-            cuts.update(p for p in component.cut_points(data, limit, borrowed) if 0 < p < limit)
-        return limit, sorted(cuts)
+        cuts = [limit]
+        for component, data in pairs:
+            cuts.extend(p for p in component.cut_points(data, limit, borrowed) if 0 < p < limit)
+        # bench insert: without checkpoints the list is just [limit], nothing to sort
+        return limit, cuts if len(cuts) == 1 else sorted(set(cuts))
 
     def _common_prefix(self, edge: bytes, key: bytes, pos: int, stop: int) -> int:
         """Bytes shared by ``edge`` and ``key[pos:stop]`` (whole pages, at least the first),

@@ -158,7 +158,12 @@ class SlotPool:
         n = int(num_tokens)
         if n < 0:
             raise InvalidSlotsError(f"num_tokens must be >= 0, got {n}")
-        num_pages = -(-n // self._page_size)
+        pages = self.alloc_pages(-(-n // self._page_size))
+        return None if pages is None else self._pages_to_slots(pages)
+
+    def alloc_pages(self, num_pages: int) -> SlotArray | None:
+        """:meth:`alloc` by page count (an int >= 0, not validated), returning page ids (a
+        fresh ``int64`` array) or ``None`` when fewer pages are free. O(num_pages)."""
         if num_pages > self._count:
             return None
         if num_pages == 0:
@@ -168,6 +173,11 @@ class SlotPool:
         self._count -= num_pages
         self._allocated[pages] = True
         self._ever_allocated[pages] = True
+        return pages
+
+    def slots_of(self, pages: SlotArray) -> SlotArray:
+        """Slot ids of the whole pages ``pages`` (page ids in range, not validated), in
+        order; a fresh array, or ``pages`` itself at page size 1. O(slots)."""
         return self._pages_to_slots(pages)
 
     def free(self, slots: object) -> None:
@@ -315,7 +325,8 @@ class SlotPool:
         tail = (self._head + self._count) % self._num_pages
         first = min(k, self._num_pages - tail)
         self._queue[tail : tail + first] = pages[:first]
-        self._queue[: k - first] = pages[first:]
+        if first < k:  # bench insert/release: the wrap-around copy only when it wraps
+            self._queue[: k - first] = pages[first:]
         self._count += k
 
     def _pages_to_slots(self, pages: SlotArray) -> SlotArray:
