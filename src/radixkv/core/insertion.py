@@ -27,7 +27,7 @@ class Inserter(TreeState):
         priority: int = 0,
         ttl: int | None = None,
     ) -> TreeInsert:
-        """Insert ``key`` (whole pages) with each component's input (see its ``adopt``).
+        """Insert ``key`` (whole pages) with each component's input (see its ``adopt_path``).
 
         Each component adopts what the tree lacks (new nodes, revival of evicted values or
         tombstones) and returns the caller's duplicates in ``freed`` — never positions below
