@@ -9,6 +9,7 @@ import pytest
 
 from radixkv.errors import InvalidSlotsError, InvalidSlotsTypeError, RadixKVError
 from radixkv.memory import as_slot_array
+from radixkv.memory.slot_arrays import page_table
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 
@@ -169,3 +170,11 @@ def test_real_torch_tensors_are_accepted() -> None:
         as_slot_array(torch.zeros((2, 2), dtype=torch.int64))
     with pytest.raises(InvalidSlotsError, match="negative"):
         as_slot_array(torch.tensor([-1], dtype=torch.int64))
+
+
+def test_page_table_rows_are_pages_read_only_and_shared() -> None:
+    table = page_table(3, 4)
+    assert table.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert not table.flags.writeable
+    assert page_table(3, 4) is table
+    assert page_table(4, 3) is not table

@@ -312,6 +312,26 @@ def test_double_free_after_reuse_is_still_caught() -> None:
         pool.free(second)
 
 
+@pytest.mark.parametrize("page_size", [1, 4])
+def test_free_pages_returns_page_ids_like_free(page_size: int) -> None:
+    pool, twin = make_pool(16, page_size), make_pool(16, page_size)
+    slots, same = must_alloc(pool, 12), must_alloc(twin, 12)
+    pool.free_pages(pool.pages_of(slots[page_size:]))
+    twin.free(same[page_size:])
+    assert pool.snapshot() == twin.snapshot()
+    pool.check(slots[:page_size])
+
+
+@pytest.mark.parametrize("pages", [ids(0, 0), ids(2), ids(1, 3)])
+def test_free_pages_guards_against_pages_not_held(pages: SlotArray) -> None:
+    pool = make_pool(8, 2)
+    must_alloc(pool, 4)  # pages 0 and 1
+    before = pool.snapshot()
+    with pytest.raises(InvariantError, match="does not hold"):
+        pool.free_pages(pages)
+    assert pool.snapshot() == before
+
+
 def test_bad_free_errors_are_value_errors() -> None:
     pool = make_pool(4)
     with pytest.raises(ValueError):

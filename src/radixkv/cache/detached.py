@@ -2,53 +2,97 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 
 from ..errors import InvalidSlotsError
+from ..memory.slot_arrays import page_table
 
 
 class DetachedSlots:
-    """Which pages of one pool a caller holds through ``allocate``; O(slots) per call."""
+    """Which pages of one pool a caller holds through ``allocate``; O(slots) per call.
+
+    Work is done on page ids: :meth:`check` validates slots once and returns their pages,
+    which :meth:`unmark` and the pool's ``free_pages`` then take as they are.
+    """
 
     def __init__(self, num_pages: int, page_size: int) -> None:
         self.page_size = page_size
         self._held = np.zeros(num_pages, dtype=bool)
         self._stamp = np.zeros(num_pages, dtype=np.int64)  # duplicate detection in O(n)
+        self._order = np.arange(num_pages, dtype=np.int64)  # sliced, never rebuilt
+        self._offsets = np.arange(page_size, dtype=np.int64)
+        self._rows = page_table(num_pages, page_size) if page_size > 1 else None
 
     def pages(self, slots: np.ndarray) -> np.ndarray:
-        return slots[:: self.page_size] // self.page_size
+        """Page ids of whole pages of slots (not validated)."""
+        page = self.page_size
+        return slots if page == 1 else slots[::page] // page
 
-    def mark(self, slots: np.ndarray) -> None:
-        self._held[self.pages(slots)] = True
+    def mark(self, pages: np.ndarray) -> None:
+        """The caller now holds ``pages`` (page ids)."""
+        self._held[pages] = True
 
-    def check(self, slots: np.ndarray) -> None:
-        """Raise :class:`InvalidSlotsError` unless every slot is a whole page the caller
-        holds; pure."""
+    def check(self, slots: np.ndarray) -> np.ndarray:
+        """Return the page ids of ``slots``; raise :class:`InvalidSlotsError` unless every
+        slot is a whole page the caller holds, none twice. Pure (scratch aside). ``slots``
+        come from ``as_slot_array`` (``int64``, never negative)."""
+        pages = self._accepted(slots)
+        if pages is None:
+            self._explain(slots)
+        return pages
+
+    def _accepted(self, slots: np.ndarray) -> np.ndarray | None:
+        """The page ids of ``slots`` if they pass every check, else ``None``; a handful of
+        whole-array numpy calls (the precise error is :meth:`_explain`'s job)."""
+        page, count = self.page_size, len(slots)
+        if count % page:
+            return None
+        pages = self.pages(slots)
+        k = len(pages)
+        if not k:
+            return pages
+        try:  # a page past the pool raises IndexError
+            # bench insert: one row gather and one compare of bytes check that the slots
+            # are whole aligned pages (a negative page gathers a row of other ids)
+            if self._rows is not None and (
+                    self._rows.take(pages, axis=0).tobytes() != slots.tobytes()):
+                return None
+            held = self._held.take(pages)
+        except IndexError:
+            return None
+        if np.count_nonzero(held) != k:
+            return None
+        order = self._order[:k]
+        self._stamp[pages] = order  # a page given twice keeps only its last position
+        if self._stamp.take(pages).tobytes() != order.tobytes():
+            return None
+        return pages
+
+    def _explain(self, slots: np.ndarray) -> NoReturn:
+        """Raise the :class:`InvalidSlotsError` that says why ``slots`` were rejected."""
         page = self.page_size
         if len(slots) % page:
             raise InvalidSlotsError(f"{len(slots)} slots are not whole pages of {page}")
-        if len(slots) == 0:
-            return
         if slots.min() < 0 or slots.max() >= len(self._held) * page:
             raise InvalidSlotsError("slot id outside the pool")
         shaped = slots.reshape(-1, page)
-        if not (shaped == shaped[:, :1] + np.arange(page)).all() or (shaped[:, 0] % page).any():
+        if not (shaped == shaped[:, :1] + self._offsets).all() or (shaped[:, 0] % page).any():
             raise InvalidSlotsError("slots are not whole aligned pages")
         pages = shaped[:, 0] // page
         if not self._held[pages].all():
             raise InvalidSlotsError("slots were not allocated to the caller")
-        order = np.arange(len(pages))
-        self._stamp[pages] = order  # a page given twice keeps only its last position
-        if not (self._stamp[pages] == order).all():
-            raise InvalidSlotsError("the same slot is given twice")
+        raise InvalidSlotsError("the same slot is given twice")
 
-    def unmark(self, slots: np.ndarray) -> None:
-        self._held[self.pages(slots)] = False
+    def unmark(self, pages: np.ndarray) -> None:
+        """The caller no longer holds ``pages`` (page ids)."""
+        self._held[pages] = False
 
     def held(self) -> np.ndarray:
         """Every slot the caller holds."""
         pages = np.flatnonzero(self._held)
-        return (pages[:, None] * self.page_size + np.arange(self.page_size)).ravel()
+        return (pages[:, None] * self.page_size + self._offsets).ravel()
 
     def reset(self) -> None:
         self._held[:] = False

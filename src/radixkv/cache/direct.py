@@ -39,12 +39,13 @@ class Direct(CacheBase):
         if state and self.mamba is None:
             raise ConfigError("state=True needs the 'mamba' component")
         needs = self._needs(self.pages_for(num_tokens), state=int(state))
-        if not evict and any(n > pool.available for n, pool in zip(needs, self.pools.pools)):
+        if not evict and not self.pools.has_room(needs):
             return None
         self.pools.ensure_room(needs)
-        slots = self.pools.allocate(needs)
-        for detached, part in zip(self.detached, slots):
+        pages = self.pools.allocate_pages(needs)
+        for detached, part in zip(self.detached, pages):
             detached.mark(part)
+        slots = [pool.slots_of(part) for pool, part in zip(self.pools.pools, pages)]
         return Allocation(
             full=slots[FULL],
             swa=None if self.swa is None else slots[self.swa],
@@ -53,9 +54,9 @@ class Direct(CacheBase):
 
     def release(self, slots: Allocation | Any) -> None:
         """Give back caller-held slots unused (an :class:`Allocation`, or FULL slots)."""
-        parts = self._parts(self._as_allocation(slots))
-        self._check_held(parts)
-        self._return(parts)
+        pages = self._check_held(self._parts(self._as_allocation(slots)))
+        self._unmark(pages)
+        self.pools.free_pages(pages)
 
     def insert(
         self, tokens: Any, slots: Allocation | Any, namespace: Any = None, *,
@@ -74,16 +75,15 @@ class Direct(CacheBase):
         allocation = self._as_allocation(slots)
         parts = self._parts(allocation)
         self._check_lengths(parts, num_tokens)
-        self._check_held(parts)
+        pages = self._check_held(parts)
         key = self._key(packed)
         length = len(key) // self.tree.unit
         result = self.tree.insert(key, self._direct_inputs(parts, allocation, length), space,
                                   priority=priority, ttl=ttl)
-        leftovers = [np.concatenate((freed, part[result.length :])) if index != self.mamba
+        leftovers = [_joined(freed, part[result.length :]) if index != self.mamba
                      else self._unused_state(freed, allocation, length)
                      for index, (freed, part) in enumerate(zip(result.freed, parts))]
-        for detached, part in zip(self.detached, parts):
-            detached.unmark(part)
+        self._unmark(pages)
         self.pools.free_all(leftovers)
         self.counters["inserted_tokens"] += result.new_length
         return result.length
@@ -116,14 +116,13 @@ class Direct(CacheBase):
                     f"{len(part)} slots for {num_tokens} tokens; expected {expected} "
                     f"(whole pages)")
 
-    def _check_held(self, parts: list[np.ndarray]) -> None:
-        for detached, part in zip(self.detached, parts):
-            detached.check(part)
+    def _check_held(self, parts: list[np.ndarray]) -> list[np.ndarray]:
+        """Per component, the page ids of ``parts``; raises unless the caller holds them."""
+        return [detached.check(part) for detached, part in zip(self.detached, parts)]
 
-    def _return(self, parts: list[np.ndarray]) -> None:
-        for detached, part in zip(self.detached, parts):
-            detached.unmark(part)
-        self.pools.free_all(parts)
+    def _unmark(self, pages: list[np.ndarray]) -> None:
+        for detached, held in zip(self.detached, pages):
+            detached.unmark(held)
 
     def _direct_inputs(
         self, parts: list[np.ndarray], allocation: Allocation, length: int
@@ -142,3 +141,11 @@ class Direct(CacheBase):
         if allocation.state is not None and not length:
             return np.array([allocation.state], dtype=np.int64)
         return freed
+
+
+def _joined(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """``first`` then ``second``; a concatenation only when both have slots."""
+    # bench insert: usually one side is empty, and a view costs no copy
+    if not len(second):
+        return first
+    return np.concatenate((first, second)) if len(first) else second

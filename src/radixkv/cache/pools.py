@@ -43,27 +43,54 @@ class ComponentPools:
                     f"{evictable} evictable (capacity {pool.capacity})"
                 )
 
+    def has_room(self, needs: Sequence[int]) -> bool:
+        """Whether every pool has ``needs[c]`` slots free now (no eviction); pure."""
+        # bench insert: a plain loop, no generator object per call
+        for pool, need in zip(self.pools, needs):  # noqa: SIM110
+            if need > pool.available:
+                return False
+        return True
+
     def allocate(self, needs: Sequence[int]) -> list[np.ndarray]:
         """Allocate ``needs[c]`` slots (whole pages) in each pool, evicting first where short.
         Call :meth:`ensure_room` first: then this cannot fail."""
+        pages = self.allocate_pages(needs)
+        return [pool.slots_of(part) for pool, part in zip(self.pools, pages)]
+
+    def allocate_pages(self, needs: Sequence[int]) -> list[np.ndarray]:
+        """:meth:`allocate`, returning page ids per pool instead of slots."""
+        if not self.has_room(needs):  # bench insert: no eviction round when there is room
+            self._evict_for(needs)
+        allocated = []
+        for pool, need in zip(self.pools, needs):
+            pages = pool.alloc_pages(-(-need // pool.page_size))
+            if pages is None:  # ensure_room proved this cannot happen
+                raise InvariantError(f"{pool.name}: could not allocate {need} after eviction")
+            allocated.append(pages)
+        return allocated
+
+    def _evict_for(self, needs: Sequence[int]) -> None:
+        """Evict until every pool has room for ``needs`` (a few rounds: cascades free more)."""
         for _ in range(len(self.pools) + 1):
             short = [max(0, need - pool.available) for pool, need in zip(self.pools, needs)]
             if not any(short):
                 break
             self.free_all(self.tree.evict(short).freed)
-        allocated = []
-        for pool, need in zip(self.pools, needs):
-            slots = pool.alloc(need)
-            if slots is None:  # ensure_room proved this cannot happen
-                raise InvariantError(f"{pool.name}: could not allocate {need} after eviction")
-            allocated.append(slots)
-        return allocated
 
     def free_all(self, slots: Sequence[np.ndarray]) -> None:
-        """Give each component's slots back to its pool."""
+        """Give each component's slots back to its pool. Only slots the cache holds come
+        here (tree values, lease buffers, caller slots already checked as held): whole
+        pages by construction, so the pools' slot-level validation is not repeated."""
         for pool, part in zip(self.pools, slots):
             if len(part):
-                pool.free(part)
+                # bench insert/release: page ids straight to the ring, no re-validation
+                pool.free_pages(pool.pages_of(part))
+
+    def free_pages(self, pages: Sequence[np.ndarray]) -> None:
+        """Give each component's pages (page ids the cache holds) back to its pool."""
+        for pool, part in zip(self.pools, pages):
+            if len(part):
+                pool.free_pages(part)
 
     def reset(self) -> None:
         for pool in self.pools:

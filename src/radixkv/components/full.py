@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.node import Node
-from .base import Adoption, Component, per_token_adoption
+from .base import Adoption, Component, PathAdoption, per_token_adoption, per_token_path_adoption
 
 
 class FullComponent(Component):
@@ -48,3 +48,7 @@ class FullComponent(Component):
     def adopt(self, node: Node, data: object, borrowed: int) -> Adoption:
         assert isinstance(data, np.ndarray)
         return per_token_adoption(node, node.values[self.index], data, borrowed)
+
+    def adopt_path(self, path: Sequence[Node], data: object, borrowed: int) -> PathAdoption:
+        assert isinstance(data, np.ndarray)
+        return per_token_path_adoption(path, self.index, data, borrowed)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core.node import Node
 from ..errors import InvalidSlotsError
-from .base import Adoption, Component, per_token_adoption
+from .base import Adoption, Component, PathAdoption, per_token_adoption, per_token_path_adoption
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +86,8 @@ class SlidingWindowComponent(Component):
         assert isinstance(data, WindowInput)
         held_from = max(borrowed, data.live_from)
         return per_token_adoption(node, node.values[self.index], data.slots, held_from)
+
+    def adopt_path(self, path: Sequence[Node], data: object, borrowed: int) -> PathAdoption:
+        assert isinstance(data, WindowInput)
+        held_from = max(borrowed, data.live_from)
+        return per_token_path_adoption(path, self.index, data.slots, held_from)

@@ -27,7 +27,7 @@ class Inserter(TreeState):
         priority: int = 0,
         ttl: int | None = None,
     ) -> TreeInsert:
-        """Insert ``key`` (whole pages) with each component's input (see its ``adopt``).
+        """Insert ``key`` (whole pages) with each component's input (see its ``adopt_path``).
 
         Each component adopts what the tree lacks (new nodes, revival of evicted values or
         tombstones) and returns the caller's duplicates in ``freed`` — never positions below
@@ -41,21 +41,65 @@ class Inserter(TreeState):
         root = self.root(namespace)
         self.tick += 1
         ttl = self.config.default_ttl if ttl is None else ttl
-        freed: list[list[np.ndarray]] = [[] for _ in self.components]
-        node, new_length, unit = root, 0, self.unit
-        while node.end < limit:
-            stop = cuts[bisect.bisect_right(cuts, node.end)]
-            child = node.children.get(key[node.end * unit : node.end * unit + self.page_bytes])
+        path, new_length = self._descend(root, key, limit, cuts, priority, ttl)
+        freed = self._adopt(path, inputs, borrowed)
+        node = path[-1] if path else root
+        return TreeInsert(node, limit, new_length, freed)
+
+    def _descend(
+        self, root: Node, key: bytes, limit: int, cuts: list[int], priority: int, ttl: int
+    ) -> tuple[list[Node], int]:
+        """The nodes that cover ``key[:limit]`` top-down, splitting where the key leaves an
+        edge or a cut falls inside one and adding a leaf for what the tree lacks; and how
+        many elements were new. Marks each node accessed (recency, priority)."""
+        unit, page_bytes, tick = self.unit, self.page_bytes, self.tick
+        single = len(cuts) == 1  # bench insert: no checkpoint, no bisect per node
+        path: list[Node] = []
+        node, end, new_length = root, 0, 0
+        while end < limit:
+            stop = (limit if single else cuts[bisect.bisect_right(cuts, end)]) * unit
+            pos = end * unit
+            child = node.children.get(key[pos : pos + page_bytes])
             if child is None:
-                child = self._add_leaf(node, key[node.end * unit : stop * unit], priority, ttl)
+                child = self._add_leaf(node, key[pos:stop], priority, ttl)
                 new_length += child.length
             else:
-                shared = self._shared(child, key, stop * unit)
-                if shared < child.length:
+                edge = child.key
+                if pos + len(edge) > stop or not key.startswith(edge, pos):
+                    shared = self._common_prefix(edge, key, pos, stop) // unit
                     child = self._split(child, shared)
-            self._absorb(child, inputs, borrowed, freed, priority)
+            child.last_access = tick
+            if priority > child.priority:
+                child.priority = priority
+            path.append(child)
             node = child
-        return TreeInsert(node, limit, new_length, [self._join(parts) for parts in freed])
+            end = child.start + child.length
+        return path, new_length
+
+    def _adopt(
+        self, path: list[Node], inputs: Sequence[object], borrowed: int
+    ) -> list[np.ndarray]:
+        """Let each component adopt along ``path`` (values set, queues refreshed); return
+        per component the caller's slots to free."""
+        freed: list[np.ndarray] = []
+        changed: dict[int, Node] = {}
+        for component, data in zip(self.components, inputs):
+            adopted, duplicates = component.adopt_path(path, data, borrowed)
+            index = component.index
+            for node, value in adopted:
+                self._set_value(node, index, value)
+                changed[node.id] = node
+            freed.append(duplicates)
+        if not self.policy.monotone:
+            for queue in self.queues:
+                for node in path:
+                    queue.touch(node)
+        for node in list(changed.values()):
+            assert node.parent is not None
+            changed.setdefault(node.parent.id, node.parent)
+        for node in changed.values():
+            self._refresh(node)
+        return freed
 
     def _check_insert(self, key: bytes, inputs: Sequence[object]) -> int:
         if len(key) % self.page_bytes:
@@ -72,24 +116,18 @@ class Inserter(TreeState):
     def _plan(self, inputs: Sequence[object], length: int, borrowed: int) -> tuple[int, list[int]]:
         """How far to insert, and the sorted positions that must become node boundaries
         (always ending with the limit itself)."""
+        pairs = list(zip(self.components, inputs))
         limit = length
         while True:  # a component may cut shorter once another has cut: to a fixpoint
-            cut = min(c.insert_limit(data, limit, borrowed)
-                      for c, data in zip(self.components, inputs))
+            cut = min([component.insert_limit(data, limit, borrowed) for component, data in pairs])
             if cut == limit:
                 break
             limit = cut
-        cuts = {limit}
-        for component, data in zip(self.components, inputs):
-            cuts.update(p for p in component.cut_points(data, limit, borrowed) if 0 < p < limit)
-        return limit, sorted(cuts)
-
-    def _shared(self, child: Node, key: bytes, stop: int) -> int:
-        """Elements of ``child``'s edge that ``key[child.start:stop]`` (bytes) shares."""
-        edge, offset = child.key, child.start * self.unit
-        if offset + len(edge) <= stop and key.startswith(edge, offset):
-            return child.length
-        return self._common_prefix(edge, key, offset, stop) // self.unit
+        cuts = [limit]
+        for component, data in pairs:
+            cuts.extend(p for p in component.cut_points(data, limit, borrowed) if 0 < p < limit)
+        # bench insert: without checkpoints the list is just [limit], nothing to sort
+        return limit, cuts if len(cuts) == 1 else sorted(set(cuts))
 
     def _common_prefix(self, edge: bytes, key: bytes, pos: int, stop: int) -> int:
         """Bytes shared by ``edge`` and ``key[pos:stop]`` (whole pages, at least the first),
@@ -116,32 +154,6 @@ class Inserter(TreeState):
         for index in range(len(self.components)):
             self.holes[index] += 1
         return leaf
-
-    def _absorb(
-        self,
-        node: Node,
-        inputs: Sequence[object],
-        borrowed: int,
-        freed: list[list[np.ndarray]],
-        priority: int,
-    ) -> None:
-        changed = False
-        for component, data in zip(self.components, inputs):
-            value, duplicate = component.adopt(node, data, borrowed)
-            if value is not None:
-                self._set_value(node, component.index, value)
-                changed = True
-            if duplicate is not None and len(duplicate):
-                freed[component.index].append(duplicate)
-        node.last_access = self.tick
-        node.priority = max(node.priority, priority)
-        if not self.policy.monotone:
-            for queue in self.queues:
-                queue.touch(node)
-        if changed:
-            self._refresh(node)
-            assert node.parent is not None
-            self._refresh(node.parent)
 
     def _split(self, node: Node, upper_length: int) -> Node:
         """Cut ``node`` after ``upper_length`` elements; ``node`` stays the lower half (its

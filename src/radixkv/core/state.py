@@ -121,9 +121,9 @@ class TreeState:
     def _refresh_component(self, node: Node, index: int) -> None:
         queue = self.queues[index]
         if self.components[index].is_candidate(node):
-            if node not in queue:
+            if node.id not in queue.members:  # bench insert: no __contains__ call
                 queue.add(node)
-        else:
+        elif node.id in queue.members:
             queue.discard(node)
 
     @staticmethod

@@ -6,6 +6,7 @@ rest of radixkv only ever sees contiguous 1-D ``int64`` numpy arrays of non-nega
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -13,12 +14,34 @@ import numpy.typing as npt
 
 from radixkv.errors import InvalidSlotsError, InvalidSlotsTypeError
 
-__all__ = ["SlotArray", "as_slot_array"]
+__all__ = ["PageTable", "SlotArray", "as_slot_array", "page_table"]
 
 SlotArray = npt.NDArray[np.int64]
 """A contiguous 1-D ``int64`` array of slot ids."""
 
+PageTable = npt.NDArray[np.int64]
+"""A read-only ``(num_pages, page_size)`` table: row ``k`` holds the slot ids of page ``k``."""
+
 _INT64_MAX = np.iinfo(np.int64).max
+
+_PAGE_TABLES: weakref.WeakValueDictionary[tuple[int, int], PageTable] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def page_table(num_pages: int, page_size: int) -> PageTable:
+    """The :data:`PageTable` of ``num_pages`` pages of ``page_size`` slots, shared (it is
+    read-only) by everyone who asks for the same shape while one of them still holds it.
+    Slot ids of whole pages are then one ``take`` of rows. O(capacity) once, 8 bytes a
+    slot."""
+    key = (num_pages, page_size)
+    table = _PAGE_TABLES.get(key)
+    if table is None:
+        # bench insert: a row gather is ~6x cheaper than building page slots by broadcasting
+        table = np.arange(num_pages * page_size, dtype=np.int64).reshape(num_pages, page_size)
+        table.flags.writeable = False
+        _PAGE_TABLES[key] = table
+    return table
 
 
 def _is_torch_tensor(x: object) -> bool:
@@ -74,9 +97,9 @@ def as_slot_array(x: object, *, what: str = "slots") -> SlotArray:
         raise InvalidSlotsError(f"{what} must be 1-D, got shape {x.shape}")
     if x.size:
         if kind == "i":
-            negative = x < 0
-            if negative.any():
-                position = int(np.argmax(negative))
+            lowest = int(x.argmin())  # bench insert: one C call, no temporary mask
+            if x[lowest] < 0:
+                position = int(np.argmax(x < 0))
                 raise InvalidSlotsError(
                     f"{what}[{position}] = {int(x[position])} is negative: slot ids are >= 0"
                 )
