@@ -273,6 +273,16 @@ def test_match_in_the_middle_of_an_edge_returns_the_exact_length_with_page_one()
     assert cache.stats().nodes == 1
 
 
+def test_a_match_result_read_after_a_split_and_an_eviction_keeps_the_slots_it_found() -> None:
+    cache = AuditedCache(capacity=16)
+    insert(cache, [1, 2, 3, 4, 5, 6])
+    found = cache.match([1, 2, 3, 4, 5, 6])  # slots are concatenated only when read
+    insert(cache, [1, 2, 3, 9, 9])  # splits the matched node after 3 tokens
+    assert cache.evict(full=6) == {"full": 8}  # both leaves, then their parent
+    assert cache.stats().nodes == 0
+    assert (found.length, found.slots.tolist()) == (6, [0, 1, 2, 3, 4, 5])
+
+
 # ---------------------------------------------------------------------- tails, extend, commit
 
 

@@ -81,12 +81,13 @@ class CacheBase:
         node = found.node
         # bench match_prefix: a handle is the node's int id (no NodeId call)
         handle: NodeId | None = None if node is None else node.id  # type: ignore[assignment]
-        # the values on a usable FULL path are never None
-        parts: list[np.ndarray] = [n.values[FULL] for n in found.path]  # type: ignore[misc]
+        # bench match_prefix: the values lists are taken, not read (they are cold in the CPU
+        # cache); their FULL entries on a usable path are never None
+        path_values = [n.values for n in found.path]
         if self.mamba is None:
-            return MatchResult(found.length, parts, handle)
+            return MatchResult(found.length, path_values, handle)
         state = None if node is None else node.values[self.mamba]
-        return MatchResult(found.length, parts, handle, state,
+        return MatchResult(found.length, path_values, handle, state,
                            (found.length, found.branch, len(packed) >> 2, *self._hint_config))
 
     def _count_match(self, queried: int, hit: int) -> None:

@@ -40,24 +40,26 @@ class MatchResult:
     (empty without MAMBA).
     """
 
-    __slots__ = ("_hint_inputs", "_parts", "_slots", "_state", "host_length", "length",
+    __slots__ = ("_hint_inputs", "_path_values", "_slots", "_state", "host_length", "length",
                  "node")
 
     def __init__(
-        self, length: int, parts: list[np.ndarray], node: NodeId | None,
+        self, length: int, path_values: list[list[np.ndarray | None]], node: NodeId | None,
         state: np.ndarray | None = None, hint_inputs: HintInputs | None = None,
         host_length: int = 0,
     ) -> None:
-        self.length, self._parts, self.node = length, parts, node
+        self.length, self._path_values, self.node = length, path_values, node
         self._state, self._hint_inputs, self.host_length = state, hint_inputs, host_length
         self._slots: np.ndarray | None = None
 
     # bench match_prefix: slots, the state slot and the hints are computed only when read,
-    # from values captured at match time (the node arrays are never written in place)
+    # from what the match captured: the nodes' values lists along the path (never changed
+    # in place, see Node), the state array (never written) and plain ints
     @property
     def slots(self) -> np.ndarray:
         if self._slots is None:
-            joined = np.concatenate(self._parts) if self._parts else np.zeros(0, np.int64)
+            parts = [values[0] for values in self._path_values]  # FULL is component 0
+            joined = np.concatenate(parts) if parts else np.zeros(0, np.int64)  # type: ignore[arg-type]
             self._slots = joined[: self.length]
         return self._slots
 

@@ -78,7 +78,9 @@ class Evictor(TreeState):
         self.evicted[index][reason] += size
         evicted[index] += size
         freed[index].append(value)
-        node.values[index] = None
+        values = node.values.copy()  # a new list: match results keep the old one (see Node)
+        values[index] = None
+        node.values = values
         self.holes[index] += 1
 
     def _remove(self, node: Node) -> None:

@@ -163,11 +163,10 @@ class Inserter(TreeState):
         assert parent is not None
         upper = Node(next(self._ids), parent, node.key[:cut], node.start, upper_length,
                      len(self.components), node.namespace)
-        for component in self.components:
-            index = component.index
-            upper.values[index], node.values[index] = component.split_value(
-                node.values[index], upper_length
-            )
+        halves = [component.split_value(value, upper_length)
+                  for component, value in zip(self.components, node.values)]
+        upper.values = [upper_value for upper_value, _ in halves]
+        node.values = [lower_value for _, lower_value in halves]  # a new list (see Node)
         for index, value in enumerate(upper.values):
             self.holes[index] += value is None
         upper.locks = node.locks.copy()

@@ -16,6 +16,11 @@ class Node:
     component at index ``c`` of the tree's component list); a ``None`` value means that
     component holds nothing here (evicted, tombstoned, or never had). ``hashes`` caches the
     chained page digests once computed. Recency fields are logical ticks, not wall time.
+
+    A value, once set, is never replaced in place: a split or an eviction gives the node a
+    new ``values`` list (only a ``None`` entry is filled in place). So a list taken at match
+    time still holds every value the match saw, and a match result can concatenate its
+    slots later without reading the values while matching.
     """
 
     __slots__ = (
