@@ -124,7 +124,10 @@ class CacheBase:
     def lock(self, node: NodeId) -> Lock:
         """Pin the prefix ending at ``node`` so it cannot be evicted; O(depth).
         Raises :class:`StaleHandleError` if the node is gone."""
-        return self.tree.lock(self.tree.node(node))
+        tree = self.tree
+        # bench lock_unlock: an int handle is looked up inline (tree.node explains a miss)
+        found = tree.nodes.get(node) if type(node) is int else None
+        return tree.lock(tree.node(node) if found is None else found)
 
     def unlock(self, receipt: Lock) -> None:
         """Undo exactly what ``receipt`` pinned. Raises :class:`LockError` when it was

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..errors import LockError
 from .node import Node
 from .state import NODE, PATH, TreeState
@@ -20,19 +18,25 @@ class Locker(TreeState):
     def lock(self, node: Node, end: int | None = None) -> Lock:
         """Pin what each component needs for the prefix ``[0, end)`` ending in ``node``
         (``end`` defaults to the node's end). Mutates lock counts and ledgers; O(depth)."""
-        protected, start, boundaries = self.protected, node.start, []
-        # bench lock_unlock: one pass computes each boundary and pins; whole-path and
-        # one-node locks take their own tight loops
+        protected, holes, start, boundaries = self.protected, self.holes, node.start, []
+        # bench lock_unlock: one pass computes each boundary and pins; a whole-path lock
+        # takes its own tight loop, a one-node lock is done inline
         for index, mode in enumerate(self._lock_modes):
             if mode is PATH:
-                boundary = 0
-                protected[index] += _pin_path(node, index, self.holes[index] > 0)
-            else:
-                boundary = start if mode is NODE else self.components[index].lock_boundary(
-                    node, start + node.length if end is None else end)
-                protected[index] += (_pin_node(node, index, self._sizes[index])
-                                     if boundary == start else self._pin(node, index, boundary))
+                protected[index] += _pin_path(node, index, holes[index])
+                boundaries.append(0)
+                continue
+            boundary = start if mode is NODE else self.components[index].lock_boundary(
+                node, start + node.length if end is None else end)
             boundaries.append(boundary)
+            if boundary != start:
+                protected[index] += self._pin(node, index, boundary)
+                continue
+            locks = node.locks
+            locks[index] += 1
+            if locks[index] == 1 and node.values[index] is not None:
+                size = self._sizes[index]
+                protected[index] += node.length if size is None else size(node)
         receipt = Lock(self._owner, next(self._lock_ids), node, tuple(boundaries))
         self.live_locks[receipt.id] = receipt
         return receipt
@@ -56,15 +60,20 @@ class Locker(TreeState):
                 self.live_locks.get(receipt.id) is not receipt:
             self.check_receipt(receipt)  # raises the precise error (or accepts a subclass)
         protected, node, parked = self.protected, receipt.node, self._parked
+        start = node.start
         for index, boundary in enumerate(receipt.boundaries):
             if parked[index]:
                 protected[index] -= self._unpin(node, index, boundary)
-            elif boundary == node.start:  # no split since the lock: only this node
-                protected[index] -= _unpin_node(node, index, self._sizes[index])
             elif boundary == 0 and self._lock_modes[index] is PATH:
-                protected[index] -= _unpin_path(node, index, self.holes[index] > 0)
-            else:
+                protected[index] -= _unpin_path(node, index, self.holes[index])
+            elif boundary != start:
                 protected[index] -= self._unpin(node, index, boundary)
+            else:  # no split since the lock: only this node, inline
+                locks = node.locks
+                locks[index] -= 1
+                if not locks[index] and node.values[index] is not None:
+                    size = self._sizes[index]
+                    protected[index] -= node.length if size is None else size(node)
         del self.live_locks[receipt.id]
 
     def _unpin(self, node: Node, index: int, boundary: int) -> int:
@@ -112,11 +121,11 @@ class Locker(TreeState):
 
 # bench lock_unlock: the whole-path walks of per-token components (FULL) get their own tight
 # loops: no boundary compare, no size call, each lock count read once; and while no node
-# lacks the component's value (``sparse`` false), the values, cold in the CPU cache, are
-# not read at all
+# lacks the component's value (``sparse``, its hole count, is 0), the values, cold in the
+# CPU cache, are not read at all
 
 
-def _pin_path(node: Node, index: int, sparse: bool) -> int:
+def _pin_path(node: Node, index: int, sparse: int) -> int:
     """Pin ``node`` and every ancestor below the root; the tokens newly locked."""
     protected, parent = 0, node.parent
     while parent is not None:
@@ -129,7 +138,7 @@ def _pin_path(node: Node, index: int, sparse: bool) -> int:
     return protected
 
 
-def _unpin_path(node: Node, index: int, sparse: bool) -> int:
+def _unpin_path(node: Node, index: int, sparse: int) -> int:
     """Unpin ``node`` and every ancestor below the root (no node parked); the tokens no
     longer locked."""
     released, parent = 0, node.parent
@@ -141,23 +150,3 @@ def _unpin_path(node: Node, index: int, sparse: bool) -> int:
             released += node.length
         node, parent = parent, parent.parent
     return released
-
-
-def _pin_node(node: Node, index: int, size: Callable[[Node], int] | None) -> int:
-    """Pin ``node`` alone; the ledger size newly locked."""
-    locks = node.locks
-    count = locks[index] + 1
-    locks[index] = count
-    if count != 1 or node.values[index] is None:
-        return 0
-    return node.length if size is None else size(node)
-
-
-def _unpin_node(node: Node, index: int, size: Callable[[Node], int] | None) -> int:
-    """Unpin ``node`` alone (not parked); the ledger size no longer locked."""
-    locks = node.locks
-    count = locks[index] - 1
-    locks[index] = count
-    if count or node.values[index] is None:
-        return 0
-    return node.length if size is None else size(node)
