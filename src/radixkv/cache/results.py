@@ -24,8 +24,9 @@ def checkpoint_hints(length: int, branch: int, num_tokens: int, page_size: int,
     return tuple(sorted(hints))
 
 
-HintInputs = tuple[int, int, int, int, int]
-"""The arguments of :func:`checkpoint_hints`, kept by a match result until read."""
+HintInputs = tuple[int, int, tuple[int, int]]
+"""``(branch, num_tokens, (page_size, interval))``: what :func:`checkpoint_hints` needs
+besides the match length, kept by a match result until read."""
 
 
 class MatchResult:
@@ -69,8 +70,10 @@ class MatchResult:
 
     @property
     def checkpoint_hints(self) -> tuple[int, ...]:
-        inputs = self._hint_inputs
-        return () if inputs is None else checkpoint_hints(*inputs)
+        if self._hint_inputs is None:
+            return ()
+        branch, num_tokens, (page_size, interval) = self._hint_inputs
+        return checkpoint_hints(self.length, branch, num_tokens, page_size, interval)
 
     def __repr__(self) -> str:
         return (f"MatchResult(length={self.length}, slots={self.slots!r}, node={self.node}, "

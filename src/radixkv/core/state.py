@@ -57,6 +57,9 @@ class TreeState:
         self._sizes = [None if c.per_token else c.value_size for c in self.components]
         """Per component, its value_size hook, or None when that is the node's length."""
         self._whole_all = all(c.whole_when_complete for c in self.components)
+        self._whole_when_complete = [c for c in self.components if c.whole_when_complete]
+        self._never_whole = [c for c in self.components if not c.whole_when_complete]
+        """Components whose usable_length a match always asks (MAMBA)."""
         self.queues = [EvictionQueue(self.policy) for _ in self.components]
         self._parked = [queue.parked for queue in self.queues]
         self.log = EventLog(self, config.events)

@@ -82,8 +82,12 @@ class TreeCore(Inserter, Locker, Evictor):
     def _usable(self, path: list[Node], length: int) -> int:
         """Largest length every component accepts: each component lowers the candidate to
         the largest length it accepts below it, until none objects (a fixpoint)."""
-        holes = self.holes
-        checks = [c for c in self.components if holes[c.index] or not c.whole_when_complete]
+        holes, checks = self.holes, self._never_whole
+        for component in self._whole_when_complete:
+            if holes[component.index]:  # it may cut too
+                checks = [c for c in self.components
+                          if holes[c.index] or not c.whole_when_complete]
+                break
         if len(checks) == 1:  # bench match_prefix (MAMBA): one answer is its own fixpoint
             return checks[0].usable_length(path, length)
         while True:
