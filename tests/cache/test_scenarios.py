@@ -455,6 +455,25 @@ def test_abort_after_commit_keeps_what_was_committed() -> None:
 # ---------------------------------------------------------------------- eviction
 
 
+def test_overlapping_locks_count_shared_ancestors_and_protect_each_token_once() -> None:
+    cache = AuditedCache(capacity=32)
+    a = insert(cache, seq(1, 8))
+    b = insert(cache, [*seq(1, 4), *seq(90, 4)])  # splits a after 4 tokens
+    top = cache.tree.node(a).parent.id
+    deep = cache.lock(a)
+    assert (locks(cache, a), locks(cache, top), full_stats(cache)) == ([1], [1], (12, 4, 8))
+    shallow = cache.lock(top)  # already locked: nothing newly protected
+    assert (locks(cache, a), locks(cache, top), full_stats(cache)) == ([1], [2], (12, 4, 8))
+    sibling = cache.lock(b)
+    assert (locks(cache, b), locks(cache, top), full_stats(cache)) == ([1], [3], (12, 0, 12))
+    cache.unlock(deep)  # a's own tokens go, the shared prefix stays
+    assert (locks(cache, a), locks(cache, top), full_stats(cache)) == ([0], [2], (12, 4, 8))
+    cache.unlock(sibling)
+    assert (locks(cache, b), locks(cache, top), full_stats(cache)) == ([0], [1], (12, 8, 4))
+    cache.unlock(shallow)
+    assert (locks(cache, top), full_stats(cache)) == ([0], (12, 12, 0))
+
+
 def test_locked_prefixes_are_never_evicted_and_become_evictable_after_finish() -> None:
     cache = AuditedCache(capacity=12)
     a = insert(cache, [1, 2, 3, 4])

@@ -120,33 +120,74 @@ class Locker(TreeState):
 
 
 # bench lock_unlock: the whole-path walks of per-token components (FULL) get their own tight
-# loops: no boundary compare, no size call, each lock count read once; and while no node
-# lacks the component's value (``sparse``, its hole count, is 0), the values, cold in the
-# CPU cache, are not read at all
+# loops: no boundary compare, no size call. A whole-path lock pins every ancestor, so lock
+# counts never grow downwards along a path: the nodes a lock takes from 0 to 1 (or an unlock
+# from 1 to 0) are the lowest ones, up to the first ancestor that stays locked, and while no
+# node lacks the component's value (``sparse``, its hole count, is 0) the tokens they hold
+# are one subtraction of key positions; the values, cold in the CPU cache, are not read.
 
 
 def _pin_path(node: Node, index: int, sparse: int) -> int:
     """Pin ``node`` and every ancestor below the root; the tokens newly locked."""
-    protected, parent = 0, node.parent
+    if sparse:
+        return _pin_sparse_path(node, index)
+    end, parent = node.start + node.length, node.parent
     while parent is not None:
         locks = node.locks
-        count = locks[index] + 1
-        locks[index] = count
-        if count == 1 and (not sparse or node.values[index] is not None):
-            protected += node.length
+        if locks[index]:  # locked already, and so is every ancestor
+            _add_up(node, index, 1)
+            return end - (node.start + node.length)
+        locks[index] = 1
         node, parent = parent, parent.parent
-    return protected
+    return end
 
 
 def _unpin_path(node: Node, index: int, sparse: int) -> int:
     """Unpin ``node`` and every ancestor below the root (no node parked); the tokens no
     longer locked."""
+    if sparse:
+        return _unpin_sparse_path(node, index)
+    end, parent = node.start + node.length, node.parent
+    while parent is not None:
+        locks = node.locks
+        count = locks[index] - 1
+        locks[index] = count
+        if count:  # still locked, and so is every ancestor
+            _add_up(parent, index, -1)
+            return end - (node.start + node.length)
+        node, parent = parent, parent.parent
+    return end
+
+
+def _add_up(node: Node, index: int, delta: int) -> None:
+    """Add ``delta`` to the lock count of ``node`` and every ancestor below the root."""
+    parent = node.parent
+    while parent is not None:
+        node.locks[index] += delta
+        node, parent = parent, parent.parent
+
+
+def _pin_sparse_path(node: Node, index: int) -> int:
+    """:func:`_pin_path` where some node may lack the value (its tokens are not counted)."""
+    protected, parent = 0, node.parent
+    while parent is not None:
+        locks = node.locks
+        count = locks[index] + 1
+        locks[index] = count
+        if count == 1 and node.values[index] is not None:
+            protected += node.length
+        node, parent = parent, parent.parent
+    return protected
+
+
+def _unpin_sparse_path(node: Node, index: int) -> int:
+    """:func:`_unpin_path` where some node may lack the value."""
     released, parent = 0, node.parent
     while parent is not None:
         locks = node.locks
         count = locks[index] - 1
         locks[index] = count
-        if not count and (not sparse or node.values[index] is not None):
+        if not count and node.values[index] is not None:
             released += node.length
         node, parent = parent, parent.parent
     return released
