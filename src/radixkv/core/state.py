@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # components import the node module of this package
     from ..components.base import Component
 
 NO_SLOTS = np.zeros(0, dtype=np.int64)
+EVICTION_REASONS = ("budget", "cascade", "removal")
 
 PATH, NODE, BOUNDARY = "path", "node", "boundary"
 """How a component's lock reaches up from its node: the whole path with per-token sizes,
@@ -27,10 +28,10 @@ the node alone, or up to the boundary its ``lock_boundary`` computes."""
 
 
 def lock_mode(component: Component) -> str:
+    """The lock mode of ``component``, from its class flags."""
     if component.pins_whole_path and component.per_token:
         return PATH
     return NODE if component.pins_end_node else BOUNDARY
-EVICTION_REASONS = ("budget", "cascade", "removal")
 
 
 class TreeState:
