@@ -1,7 +1,7 @@
 """Engine: runs requests of the reference model through a PrefixCache like a scheduler.
 
-Per request: ``admit`` all prompt tokens but the last (its logits are needed, so it is
-always computed: ``admit(prompt[:-1])`` then ``extend(prompt[-1:])``); copy the cached
+Per request: ``admit`` the prompt reusing at most all tokens but the last (its logits are
+needed, so it is always computed: ``admit(prompt, max_match=len(prompt) - 1)``); copy the cached
 recurrent state into the request's own state slot (or zero it); prefill the rest in chunks
 of ``chunk`` tokens, saving states where the cache hints (``checkpoint``) and committing
 after each chunk; then decode greedily: sample from the last logits, release the SWA slots
@@ -145,12 +145,7 @@ class Engine:
     # ------------------------------------------------------------------ one request
 
     def _start(self, spec: RequestSpec, prompt: tuple[int, ...]) -> _Running:
-        lease = self.cache.admit(prompt[:-1])
-        try:
-            self.cache.extend(lease, prompt[-1:])
-        except OutOfSlotsError:
-            self.cache.abort(lease)
-            raise
+        lease = self.cache.admit(prompt, max_match=len(prompt) - 1)
         self.stats.admitted += 1
         self._attempts[spec.rid] = self._attempts.get(spec.rid, 0) + 1
         record = RequestRecord(
