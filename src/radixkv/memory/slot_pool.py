@@ -24,6 +24,7 @@ import numpy.typing as npt
 from radixkv.errors import ConfigError, InvalidSlotsError, InvalidSlotsTypeError, InvariantError
 from radixkv.memory.pool_audit import check_pool
 from radixkv.memory.pool_config import SlotPoolConfig
+from radixkv.memory.pool_validation import check_in_range, whole_pages
 from radixkv.memory.slot_arrays import PageTable, SlotArray, as_slot_array, page_table
 
 __all__ = ["SlotPool", "SlotPoolConfig", "SlotPoolSnapshot"]
@@ -199,7 +200,7 @@ class SlotPool:
                 message names the first offending slot, its position, and why.
         """
         arr = as_slot_array(slots, what="slots")
-        pages = self._whole_pages(arr, "free")
+        pages = whole_pages(self, arr, "free")
         if pages.size == 0:
             return
         self._allocated[pages] = False
@@ -244,7 +245,7 @@ class SlotPool:
                 id >= capacity (a foreign slot is a caller bug, not a "no").
         """
         arr = as_slot_array(slots, what="slots")
-        self._check_in_range(arr, "slots")
+        check_in_range(self, arr, "slots")
         result: BoolArray = self._allocated[arr // self._page_size]
         return result
 
@@ -334,82 +335,3 @@ class SlotPool:
             return pages
         slots: SlotArray = self._rows.take(pages, axis=0).reshape(-1)  # a fresh array
         return slots
-
-    def _check_in_range(self, arr: SlotArray, what: str) -> None:
-        if not arr.size:
-            return
-        too_big = arr >= self.capacity
-        if too_big.any():
-            i = int(np.argmax(too_big))
-            ids = f"slots 0..{self.capacity - 1}" if self.capacity else "no slots"
-            raise InvalidSlotsError(
-                f"{self._label()}: {what}[{i}] = {int(arr[i])} is a foreign slot: this pool "
-                f"has {ids}"
-            )
-
-    def _whole_pages(self, arr: SlotArray, action: str) -> SlotArray:
-        """Validate that ``arr`` is distinct, allocated, whole pages; return their page ids."""
-        p = self._page_size
-        self._check_in_range(arr, "slots")
-        n = arr.size
-        if n % p:
-            raise InvalidSlotsError(
-                f"{self._label()}: cannot {action} {n} slots: not a whole number of pages "
-                f"(page_size {p}); partial page at slots[{n - n % p}:{n}]"
-            )
-        if p == 1:
-            pages = arr
-        else:
-            grid = arr.reshape(-1, p)
-            starts = grid[:, 0]
-            misaligned = starts % p != 0
-            broken = (grid != starts[:, None] + self._page_offsets).any(axis=1)
-            bad_rows = misaligned | broken
-            if bad_rows.any():
-                row = int(np.argmax(bad_rows))
-                if misaligned[row]:
-                    i = row * p
-                    why = f"does not start a page (pages start at multiples of {p})"
-                else:
-                    j = int(np.argmax(grid[row] != starts[row] + self._page_offsets))
-                    i = row * p + j
-                    why = f"should be {int(starts[row]) + j} to continue page {starts[row] // p}"
-                raise InvalidSlotsError(
-                    f"{self._label()}: cannot {action} a partial page: slots[{i}] = "
-                    f"{int(arr[i])} {why}; slots[{row * p}:{row * p + p}] must be one whole "
-                    "page as alloc() returned it"
-                )
-            pages = starts // p
-        k = pages.size
-        if k == 0:
-            return pages
-        # Duplicates in O(k): stamp each page with its position; a position whose stamp was
-        # overwritten shares its page with another one. (Which duplicate's write survives does
-        # not matter: only one position per page can read back its own index.)
-        order = np.arange(k, dtype=np.int64)
-        self._stamp[pages] = order
-        survivors = self._stamp[pages]
-        repeated = survivors != order
-        if repeated.any():
-            i = int(np.argmax(repeated))
-            j = int(survivors[i])
-            page = int(pages[i])
-            what = f"slot {page}"
-            if p > 1:
-                what = f"page {page} (slots {page * p}..{page * p + p - 1})"
-            raise InvalidSlotsError(
-                f"{self._label()}: cannot {action} {what} twice in one call: it is at "
-                f"slots[{i * p}] and slots[{j * p}]"
-            )
-        not_allocated = ~self._allocated[pages]
-        if not_allocated.any():
-            i = int(np.argmax(not_allocated))
-            page = int(pages[i])
-            if self._ever_allocated[page]:
-                why = "it is already free (double free)"
-            else:
-                why = "it was never allocated"
-            raise InvalidSlotsError(
-                f"{self._label()}: cannot {action} slots[{i * p}] = {int(arr[i * p])}: {why}"
-            )
-        return pages
