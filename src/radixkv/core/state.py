@@ -108,6 +108,8 @@ class TreeState:
         raise StaleHandleError(f"node {node_id!r} no longer exists (evicted or reset)")
 
     def _set_value(self, node: Node, index: int, value: np.ndarray) -> None:
+        """Give ``node`` a value it lacks (filled in place: see :class:`Node`)."""
+        assert node.values[index] is None, "a value is never replaced in place"
         node.values[index] = value
         self.holes[index] -= 1
         size = self.components[index].value_size(node)
