@@ -23,7 +23,8 @@ class Locker(TreeState):
         # takes its own tight loop, a one-node lock is done inline
         for index, mode in enumerate(self._lock_modes):
             if mode is PATH:
-                protected[index] += _pin_path(node, index, holes[index])
+                protected[index] += (self._pin(node, index, 0) if holes[index]
+                                     else _pin_path(node, index))
                 boundaries.append(0)
                 continue
             boundary = start if mode is NODE else self.components[index].lock_boundary(
@@ -65,7 +66,8 @@ class Locker(TreeState):
             if parked[index]:
                 protected[index] -= self._unpin(node, index, boundary)
             elif boundary == 0 and self._lock_modes[index] is PATH:
-                protected[index] -= _unpin_path(node, index, self.holes[index])
+                protected[index] -= (self._unpin(node, index, 0) if self.holes[index]
+                                     else _unpin_path(node, index))
             elif boundary != start:
                 protected[index] -= self._unpin(node, index, boundary)
             else:  # no split since the lock: only this node, inline
@@ -123,14 +125,13 @@ class Locker(TreeState):
 # loops: no boundary compare, no size call. A whole-path lock pins every ancestor, so lock
 # counts never grow downwards along a path: the nodes a lock takes from 0 to 1 (or an unlock
 # from 1 to 0) are the lowest ones, up to the first ancestor that stays locked, and while no
-# node lacks the component's value (``sparse``, its hole count, is 0) the tokens they hold
-# are one subtraction of key positions; the values, cold in the CPU cache, are not read.
+# node lacks the component's value (its hole count is 0; otherwise the generic walk runs)
+# the tokens they hold are one subtraction of key positions; the values are not read.
 
 
-def _pin_path(node: Node, index: int, sparse: int) -> int:
-    """Pin ``node`` and every ancestor below the root; the tokens newly locked."""
-    if sparse:
-        return _pin_sparse_path(node, index)
+def _pin_path(node: Node, index: int) -> int:
+    """Pin ``node`` and every ancestor below the root, none lacking the value; the tokens
+    newly locked."""
     end, parent = node.start + node.length, node.parent
     while parent is not None:
         locks = node.locks
@@ -142,11 +143,9 @@ def _pin_path(node: Node, index: int, sparse: int) -> int:
     return end
 
 
-def _unpin_path(node: Node, index: int, sparse: int) -> int:
-    """Unpin ``node`` and every ancestor below the root (no node parked); the tokens no
-    longer locked."""
-    if sparse:
-        return _unpin_sparse_path(node, index)
+def _unpin_path(node: Node, index: int) -> int:
+    """Unpin ``node`` and every ancestor below the root (none parked, none lacking the
+    value); the tokens no longer locked."""
     end, parent = node.start + node.length, node.parent
     while parent is not None:
         locks = node.locks
@@ -165,29 +164,3 @@ def _add_up(node: Node, index: int, delta: int) -> None:
     while parent is not None:
         node.locks[index] += delta
         node, parent = parent, parent.parent
-
-
-def _pin_sparse_path(node: Node, index: int) -> int:
-    """:func:`_pin_path` where some node may lack the value (its tokens are not counted)."""
-    protected, parent = 0, node.parent
-    while parent is not None:
-        locks = node.locks
-        count = locks[index] + 1
-        locks[index] = count
-        if count == 1 and node.values[index] is not None:
-            protected += node.length
-        node, parent = parent, parent.parent
-    return protected
-
-
-def _unpin_sparse_path(node: Node, index: int) -> int:
-    """:func:`_unpin_path` where some node may lack the value."""
-    released, parent = 0, node.parent
-    while parent is not None:
-        locks = node.locks
-        count = locks[index] - 1
-        locks[index] = count
-        if not count and node.values[index] is not None:
-            released += node.length
-        node, parent = parent, parent.parent
-    return released
