@@ -14,10 +14,10 @@ from ..components import (
     SlidingWindow,
     component_type,
 )
+from ..components.dependencies import check_order, supported_combinations
 from ..components.spec import check_int
 from ..core.config import TreeConfig
 from ..errors import ConfigError
-from ..components.dependencies import check_order, supported_combinations
 
 SHORTHANDS = ("full", "swa", "mamba")
 """Component names accepted as strings; their parameters come from the keyword fields."""

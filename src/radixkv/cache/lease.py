@@ -41,8 +41,8 @@ class Lease:
     Per-token components: ``slots_of(name)`` holds the request's slots of tokens
     ``start_of(name) ..``: the window the tree lent at admission (from ``lent_from(name)``,
     what its lock pins), then the lease's own; tokens before ``dropped_of(name)`` left the
-    window and their own slots were released (:meth:`PrefixCache.slide_window`). For the primary (FULL)
-    component that is every token: ``slots[i]`` is the slot of token ``i``. The first
+    window and their own slots were released (:meth:`PrefixCache.slide_window`). For the
+    primary (FULL) component that is every token: ``slots[i]`` is the slot of token ``i``. The first
     ``tree_owned`` tokens belong to the tree (borrowed at admission, or committed since) and
     are pinned by ``lock``; the rest, to the end of the last allocated page, belong to the
     lease. ``cached_length`` is how many prompt tokens were reused at admission.
@@ -56,8 +56,21 @@ class Lease:
     are shorthands for the component named ``"swa"`` (empty or 0 without it).
     """
 
-    __slots__ = ("_names", "buffers", "_num_slots", "_tokens", "cached_length", "id",
-                 "lock", "namespace", "owner", "priority", "state", "tree_owned", "ttl")
+    __slots__ = (
+        "_names",
+        "_num_slots",
+        "_tokens",
+        "buffers",
+        "cached_length",
+        "id",
+        "lock",
+        "namespace",
+        "owner",
+        "priority",
+        "state",
+        "tree_owned",
+        "ttl",
+    )
 
     def __init__(
         self, owner: object, lease_id: int, namespace: Namespace, cached_length: int,

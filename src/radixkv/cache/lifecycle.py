@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core.keys import encode_tokens
 from ..core.node import Node
-from ..core.types import TreeInsert, TreeMatch
+from ..core.types import TreeInsert
 from ..errors import InvalidArgumentError, LeaseError
 from .base import CacheBase, _check_int
 from .lease import Lease, LeaseState

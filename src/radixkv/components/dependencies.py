@@ -77,7 +77,6 @@ def _ordered(types: Sequence[type[ComponentSpec]]) -> tuple[str, ...] | None:
 def _placeholder(spec_type: type[ComponentSpec]) -> ComponentSpec | None:
     """An instance of ``spec_type`` built from its defaults, or with 1 for each int field
     without one; ``None`` if that is not possible."""
-    import dataclasses
 
     values = {f.name: 1 for f in dataclasses.fields(spec_type)
               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
