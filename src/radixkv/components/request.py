@@ -164,11 +164,20 @@ class TokenSide(RequestSide):
     def lend(self, buffer: TokenBuffer, tree: TreeCore, found: TreeMatch, lock: Lock | None,
              fresh: np.ndarray, num_tokens: int) -> None:
         """At admission: the tree's slots of the pinned window of ``found``, then ``fresh``."""
-        lent_from = 0 if lock is None else lock.boundaries[self.index]
-        lent = tree.path_values(found, self.index, lent_from) if found.length else NO_SLOTS
+        lent_from = 0 if lock is None else self._lent_from(lock, found.length)
+        lent = tree.path_values(found, self.index, lent_from) if lent_from < found.length \
+            else NO_SLOTS
         buffer.lent_from = lent_from
         buffer.slots = np.concatenate((np.zeros(lent_from, dtype=np.int64), lent, fresh,
                                        np.zeros(16, dtype=np.int64)))
+
+    def _lent_from(self, lock: Lock, length: int) -> int:
+        """Where the slots lent for a prefix of ``length`` begin: the lock's boundary (the
+        start of the node the window begins in), or ``length`` for an empty window (the lock
+        may still pin the node the prefix ends in, which may hold no value)."""
+        if self.component.window_start(length) >= length:
+            return length
+        return lock.boundaries[self.index]
 
     def append(self, buffer: TokenBuffer, used: int, fresh: np.ndarray) -> None:
         """Record ``fresh`` slots after the first ``used`` (growing the buffer)."""
@@ -183,7 +192,7 @@ class TokenSide(RequestSide):
                lock: Lock) -> None:
         """After a commit moved the lock to ``[0, length)`` ending in ``node``: the tree's
         slots replace the request's on the window that lock pins."""
-        buffer.lent_from = lock.boundaries[self.index]
+        buffer.lent_from = self._lent_from(lock, length)
         start = buffer.start
         if start < length:
             buffer.slots[start:length] = tree.values_between(node, self.index, start)[
