@@ -6,14 +6,13 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import numpy as np
-
 from ..core.events import KVEvent
 from ..core.keys import DEFAULT_NAMESPACE, Namespace, encode_tokens, key_of, validate_namespace
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
-from ..errors import ConfigTypeError, InvalidArgumentError, LockError
+from ..errors import ConfigTypeError, LockError
 from . import inspection
+from .arguments import as_int, as_optional_int
 from .config import CacheConfig
 from .detached import DetachedSlots
 from .lease import Lease, LeaseState
@@ -50,14 +49,12 @@ class CacheBase:
 
     def _request(
         self, tokens: Any, namespace: Any, priority: int, ttl: int | None
-    ) -> tuple[bytes, Namespace]:
-        """Validate what a request brings: packed tokens and its namespace; pure."""
+    ) -> tuple[bytes, Namespace, int, int | None]:
+        """Validate what a request brings: packed tokens, its namespace, its priority and
+        ttl as Python ints; pure."""
         packed = encode_tokens(tokens)
         space = validate_namespace(namespace)
-        _check_int("priority", priority)
-        if ttl is not None:
-            _check_int("ttl", ttl, minimum=0)
-        return packed, space
+        return packed, space, as_int("priority", priority), as_optional_int("ttl", ttl, 0)
 
     def _key(self, packed: bytes, length: int | None = None) -> bytes:
         """Tree key of the first ``length`` packed tokens (all by default), whole pages."""
@@ -146,9 +143,8 @@ class CacheBase:
         """Evict at least ``full`` FULL tokens, ``swa`` SWA tokens and ``mamba`` states in
         policy order (or all that is evictable), with the cascade FULL → SWA → MAMBA.
         Returns what was freed per component kind."""
-        budgets = {"full": full, "swa": swa, "mamba": mamba}
-        for name, value in budgets.items():
-            _check_int(name, value, minimum=0)
+        budgets = {"full": as_int("full", full, 0), "swa": as_int("swa", swa, 0),
+                   "mamba": as_int("mamba", mamba, 0)}
         kinds = [component.kind for component in self.tree.components]
         result = self.tree.evict([budgets[kind] for kind in kinds])
         self.pools.free_all(result.freed)
@@ -193,11 +189,3 @@ class CacheBase:
         """Validate and normalize a namespace (``None`` is the default one)."""
         return validate_namespace(namespace)
 
-
-def _check_int(
-    name: str, value: object, *, minimum: int | None = None, maximum: int | None = None
-) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise InvalidArgumentError(f"{name}={value} is outside [{minimum}, {maximum}]")

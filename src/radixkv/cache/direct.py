@@ -11,7 +11,8 @@ import numpy as np
 from ..components.swa import WindowInput
 from ..errors import ConfigError, InvalidSlotsError
 from ..memory import as_slot_array
-from .base import FULL, CacheBase, _check_int
+from .arguments import as_int
+from .base import FULL, CacheBase
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,7 @@ class Direct(CacheBase):
         ``None`` when the pools are short. Raises :class:`OutOfSlotsError` (nothing changed)
         when even eviction cannot make room. The caller holds the slots until it passes
         them to :meth:`insert` or :meth:`release`."""
-        _check_int("num_tokens", num_tokens, minimum=0)
+        num_tokens = as_int("num_tokens", num_tokens, 0)
         if state and self.mamba is None:
             raise ConfigError("state=True needs the 'mamba' component")
         needs = self._needs(self.pages_for(num_tokens), state=int(state))
@@ -70,7 +71,7 @@ class Direct(CacheBase):
         cached). Returns the tokens the tree now holds for this key. Raises
         :class:`InvalidSlotsError` / :class:`InvalidSlotsTypeError` (nothing changed) for
         slots of the wrong type, dtype or length, or not held by the caller."""
-        packed, space = self._request(tokens, namespace, priority, ttl)
+        packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // 4
         allocation = self._as_allocation(slots)
         parts = self._parts(allocation)

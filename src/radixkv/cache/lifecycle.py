@@ -11,7 +11,8 @@ from ..core.keys import encode_tokens
 from ..core.node import Node
 from ..core.types import TreeInsert, TreeMatch
 from ..errors import InvalidArgumentError, LeaseError
-from .base import FULL, CacheBase, _check_int
+from .arguments import as_int, as_optional_int
+from .base import FULL, CacheBase
 from .lease import Lease, LeaseState
 
 
@@ -29,11 +30,11 @@ class Lifecycle(CacheBase):
         prefix, allocate the rest (and, with MAMBA, a working state slot). Evicts as needed.
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room."""
-        packed, space = self._request(tokens, namespace, priority, ttl)
+        packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // 4
-        if max_match is not None:
-            _check_int("max_match", max_match, minimum=0)
-            max_match += 1 if self.config.bigram else 0  # a bigram spans the next token
+        max_match = as_optional_int("max_match", max_match, 0)
+        if max_match is not None and self.config.bigram:
+            max_match += 1  # a bigram spans the next token
         found = self.tree.match(self._key(packed, max_match), space, touch=False)
         needs = self._needs(self.pages_for(num_tokens - found.length), state=1)
         self.pools.ensure_room(needs, self.tree.lock_preview(found.node, found.length))
@@ -101,8 +102,8 @@ class Lifecycle(CacheBase):
         self._check_active(lease)
         if self.swa is None:
             raise LeaseError("this cache has no SWA component")
-        computed = lease.num_tokens if computed is None else computed
-        _check_int("computed", computed, minimum=0, maximum=lease.num_tokens)
+        computed = as_int("computed", lease.num_tokens if computed is None else computed, 0,
+                          lease.num_tokens)
         window = self.config.sliding_window
         assert window is not None
         cacheable = len(self._key(lease.key_tokens(), computed)) // self.tree.unit
@@ -125,8 +126,7 @@ class Lifecycle(CacheBase):
         self._check_active(lease)
         if self.mamba is None:
             raise LeaseError("this cache has no MAMBA component")
-        _check_int("position", position, minimum=lease.tree_owned + 1,
-                   maximum=lease.num_tokens)
+        position = as_int("position", position, lease.tree_owned + 1, lease.num_tokens)
         if position % self.page_size or position in lease.checkpoints:
             raise InvalidArgumentError(
                 f"checkpoint position {position} is not a page boundary or already saved")
@@ -142,8 +142,8 @@ class Lifecycle(CacheBase):
         that is the last checkpoint. Duplicate slots are freed and the lease's slots are
         rewritten to the tree's. Returns how many tokens the tree holds for the lease."""
         self._check_active(lease)
-        length = lease.num_tokens if length is None else length
-        _check_int("length", length, minimum=0, maximum=lease.num_tokens)
+        length = as_int("length", lease.num_tokens if length is None else length, 0,
+                        lease.num_tokens)
         result = self._insert(lease, length)
         if result is not None and result.length > lease.tree_owned:
             self._move_lock(lease, result.node, result.length)
