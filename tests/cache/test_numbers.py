@@ -123,3 +123,47 @@ def test_non_integers_are_refused_where_an_int_is_expected(value: object) -> Non
         assert isinstance(raised.value, RadixKVError)
         assert cache.snapshot() == snap
     cache.finish(lease)
+
+
+# ---------------------------------------------------------------------- flags (item 2)
+
+
+def mamba_cache() -> AuditedCache:
+    return AuditedCache(capacity=64, page_size=4, components=("full", "mamba"),
+                        mamba_track_interval=4, mamba_states=4)
+
+
+@pytest.mark.parametrize("state", [-1, 2, 1, 0, 1.5, "yes", None, np.int64(1)],
+                         ids=["-1", "2", "1", "0", "1.5", "str", "none", "np-int"])
+def test_allocate_state_must_be_a_bool(state: object) -> None:
+    cache = mamba_cache()
+    held = cache.allocate(4, state=True)
+    snap = cache.snapshot()
+    with pytest.raises(InvalidArgumentError, match="state must be a bool"):
+        cache.allocate(4, state=state)
+    assert cache.snapshot() == snap
+    assert cache.stats().components["mamba"].pool_available == 3
+    assert held is not None
+    cache.release(held)
+    assert cache.stats().components["mamba"].pool_available == 4
+
+
+@pytest.mark.parametrize("state", [True, np.bool_(True), False, np.bool_(False)],
+                         ids=["true", "np-true", "false", "np-false"])
+def test_allocate_takes_python_and_numpy_bools_for_state(state: object) -> None:
+    cache = mamba_cache()
+    held = cache.allocate(4, state=state)
+    assert held is not None
+    assert (held.state is not None) == bool(state)
+    assert cache.stats().components["mamba"].pool_available == 4 - bool(state)
+    cache.release(held)
+    assert cache.stats().components["mamba"].pool_available == 4
+
+
+@pytest.mark.parametrize("flag", [0, 1, None, "no"], ids=["0", "1", "none", "str"])
+def test_allocate_evict_must_be_a_bool(flag: object) -> None:
+    cache = mamba_cache()
+    snap = cache.snapshot()
+    with pytest.raises(InvalidArgumentError, match="evict must be a bool"):
+        cache.allocate(4, evict=flag)
+    assert cache.snapshot() == snap

@@ -11,7 +11,7 @@ import numpy as np
 from ..components.swa import WindowInput
 from ..errors import ConfigError, InvalidSlotsError
 from ..memory import as_slot_array
-from .arguments import as_int
+from .arguments import as_bool, as_int
 from .base import FULL, CacheBase
 
 
@@ -35,8 +35,13 @@ class Direct(CacheBase):
         ``state``, a MAMBA state slot. Evicts as needed, or with ``evict=False`` returns
         ``None`` when the pools are short. Raises :class:`OutOfSlotsError` (nothing changed)
         when even eviction cannot make room. The caller holds the slots until it passes
-        them to :meth:`insert` or :meth:`release`."""
+        them to :meth:`insert` or :meth:`release`. ``state`` and ``evict`` are bools (numpy
+        bools too): anything else raises :class:`InvalidArgumentError`."""
         num_tokens = as_int("num_tokens", num_tokens, 0)
+        if state is not False and state is not True:  # bench insert: one test per flag
+            state = as_bool("state", state)
+        if evict is not True and evict is not False:
+            evict = as_bool("evict", evict)
         if state and self.mamba is None:
             raise ConfigError("state=True needs the 'mamba' component")
         needs = self._needs(self.pages_for(num_tokens), state=int(state))
