@@ -12,6 +12,7 @@ from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, LockError
 from . import inspection
+from .allocation import Allocation, AllocationState
 from .arguments import as_int, as_optional_int
 from .config import CacheConfig
 from .detached import DetachedSlots
@@ -21,6 +22,19 @@ from .results import CacheStats, MatchResult, checkpoint_hints
 
 FULL = 0
 """Index of the FULL component: always the first."""
+
+
+class _Owner:
+    """The token leases and allocations carry to name their cache; copying a handle (even
+    deeply) keeps it, so a copy is refused as a copy, not as another cache's."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> _Owner:
+        return self
+
+    def __deepcopy__(self, memo: object) -> _Owner:
+        return self
 
 
 class CacheBase:
@@ -39,9 +53,11 @@ class CacheBase:
         self.mamba = kinds.index("mamba") if "mamba" in kinds else None
         self._hint_config = (config.page_size, config.mamba_track_interval or 1)
         """The page size and track interval of :func:`checkpoint_hints` (MAMBA only)."""
-        self._owner = object()
+        self._owner = _Owner()
         self._lease_ids = itertools.count(1)
         self._leases: dict[int, Lease] = {}
+        self._allocation_ids = itertools.count(1)  # 0 is "no allocation"
+        self._allocations: dict[int, Allocation] = {}
         self.counters = dict.fromkeys(inspection.COUNTERS, 0)
         self.detached = [DetachedSlots(pool.num_pages, pool.page_size) for pool in self.pools.pools]
 
@@ -161,7 +177,8 @@ class CacheBase:
         return self.tree.take_events()
 
     def reset(self) -> None:
-        """Drop everything cached; active leases become invalid, every slot is free again.
+        """Drop everything cached; active leases and held allocations become invalid, every
+        slot is free again.
         Node handles are never reused afterwards."""
         self.tree.reset()
         self.pools.reset()
@@ -171,6 +188,9 @@ class CacheBase:
             lease.state = LeaseState.INVALIDATED
             lease.lock = None
         self._leases.clear()
+        for allocation in self._allocations.values():
+            allocation.status = AllocationState.INVALIDATED
+        self._allocations.clear()
 
     def check_invariants(self) -> None:
         """Audit tree, pools and leases from scratch; raise :class:`InvariantError` on any

@@ -3,26 +3,18 @@ model, then hand tokens and slots to the tree in one insert (the shape of SGLang
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..components.swa import WindowInput
-from ..errors import ConfigError, InvalidSlotsError
+from ..errors import AllocationError, ConfigError, InvalidSlotsError
 from ..memory import as_slot_array
+from .allocation import Allocation, AllocationState
 from .arguments import as_bool, as_int
 from .base import FULL, CacheBase
 
-
-@dataclass(frozen=True, slots=True)
-class Allocation:
-    """Slots a caller holds outside any lease: FULL slots (whole pages), the SWA slots of the
-    same tokens (SWA caches) and one MAMBA state slot (when asked for)."""
-
-    full: np.ndarray
-    swa: np.ndarray | None = None
-    state: int | None = None
+__all__ = ["Allocation", "Direct"]
 
 
 class Direct(CacheBase):
@@ -49,19 +41,26 @@ class Direct(CacheBase):
             return None
         self.pools.ensure_room(needs)
         pages = self.pools.allocate_pages(needs)
+        allocation_id = next(self._allocation_ids)
         for detached, part in zip(self.detached, pages):
-            detached.mark(part)
+            detached.mark(part, allocation_id)
         slots = [pool.slots_of(part) for pool, part in zip(self.pools.pools, pages)]
-        return Allocation(
-            full=slots[FULL],
-            swa=None if self.swa is None else slots[self.swa],
-            state=None if self.mamba is None or not state else int(slots[self.mamba][0]),
+        allocation = Allocation(
+            self._owner, allocation_id, slots[FULL],
+            None if self.swa is None else slots[self.swa],
+            None if self.mamba is None or not state else int(slots[self.mamba][0]),
         )
+        self._allocations[allocation_id] = allocation
+        return allocation
 
     def release(self, slots: Allocation | Any) -> None:
-        """Give back caller-held slots unused (an :class:`Allocation`, or FULL slots)."""
-        pages = self._check_held(self._parts(self._as_allocation(slots)))
-        self._unmark(pages)
+        """Give back caller-held slots unused: an :class:`Allocation`, or for FULL-only
+        caches its FULL slots as an array (which stands for that whole allocation). Raises
+        :class:`AllocationError` (nothing changed) for an allocation already inserted,
+        released or invalidated, a copy of one, or another cache's."""
+        allocation = self._held_allocation(slots)
+        pages = self._check_held(self._parts(allocation), allocation.id)
+        self._spend(allocation, pages, AllocationState.RELEASED)
         self.pools.free_pages(pages)
 
     def insert(
@@ -74,14 +73,15 @@ class Direct(CacheBase):
         back to the pools, so the caller holds none of the slots afterwards. With MAMBA the
         allocation's state is the checkpoint at the last whole page (no state: nothing is
         cached). Returns the tokens the tree now holds for this key. Raises
-        :class:`InvalidSlotsError` / :class:`InvalidSlotsTypeError` (nothing changed) for
-        slots of the wrong type, dtype or length, or not held by the caller."""
+        :class:`AllocationError` as :meth:`release` does, :class:`InvalidSlotsError` /
+        :class:`InvalidSlotsTypeError` (nothing changed) for slots of the wrong type, dtype
+        or length, or not held by the caller."""
         packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // 4
-        allocation = self._as_allocation(slots)
+        allocation = self._held_allocation(slots)
         parts = self._parts(allocation)
         self._check_lengths(parts, num_tokens)
-        pages = self._check_held(parts)
+        pages = self._check_held(parts, allocation.id)
         key = self._key(packed)
         length = len(key) // self.tree.unit
         result = self.tree.insert(key, self._direct_inputs(parts, allocation, length), space,
@@ -89,17 +89,49 @@ class Direct(CacheBase):
         leftovers = [_joined(freed, part[result.length :]) if index != self.mamba
                      else self._unused_state(freed, allocation, length)
                      for index, (freed, part) in enumerate(zip(result.freed, parts))]
-        self._unmark(pages)
+        self._spend(allocation, pages, AllocationState.INSERTED)
         self.pools.free_all(leftovers)
         self.counters["inserted_tokens"] += result.new_length
         return result.length
 
-    def _as_allocation(self, slots: Allocation | Any) -> Allocation:
-        if isinstance(slots, Allocation):
+    def _held_allocation(self, slots: Allocation | Any) -> Allocation:
+        """The held allocation ``slots`` stands for: the very object this cache issued, or
+        (FULL-only caches) an array of exactly its FULL slots."""
+        if type(slots) is Allocation:
+            # bench insert: one dict get proves owner, liveness and identity at once
+            if self._allocations.get(slots.id) is not slots:
+                self._refuse(slots)
             return slots
         if len(self.tree.components) > 1:
             raise ConfigError("a hybrid cache takes an Allocation (FULL, SWA and state slots)")
-        return Allocation(full=as_slot_array(slots))
+        return self._allocation_of(as_slot_array(slots))
+
+    def _refuse(self, allocation: Allocation) -> None:
+        """Raise the :class:`AllocationError` that says why ``allocation`` is not held."""
+        if allocation.owner is not self._owner:
+            raise AllocationError(f"allocation {allocation.id} was issued by another cache")
+        if allocation.status is not AllocationState.HELD:
+            raise AllocationError(
+                f"allocation {allocation.id} was already {allocation.status.value}")
+        raise AllocationError(f"allocation {allocation.id} is not the allocation this cache "
+                              "issued (a copy?)")
+
+    def _allocation_of(self, full: np.ndarray) -> Allocation:
+        """The held allocation whose FULL slots are exactly ``full``. A bare array cannot
+        prove which allocation it came from: one whose slots were released and allocated
+        again reads as the new holder's, so pass the :class:`Allocation` where that matters."""
+        detached = self.detached[FULL]
+        holder = detached.holder_of(full)
+        allocation = self._allocations.get(holder)
+        if allocation is not None and allocation.full.tobytes() == full.tobytes():
+            return allocation
+        if not len(full):
+            raise InvalidSlotsError("an empty slot array stands for no allocation")
+        if not holder:
+            detached.explain(full, holder)
+        detached.check(full, holder)  # raises if the pages are not all this holder's
+        raise InvalidSlotsError("slots are not the whole of one allocation; pass the "
+                                "Allocation, or all of its FULL slots")
 
     def _parts(self, allocation: Allocation) -> list[np.ndarray]:
         """Per component, the slots of ``allocation`` (validated types)."""
@@ -122,13 +154,18 @@ class Direct(CacheBase):
                     f"{len(part)} slots for {num_tokens} tokens; expected {expected} "
                     f"(whole pages)")
 
-    def _check_held(self, parts: list[np.ndarray]) -> list[np.ndarray]:
-        """Per component, the page ids of ``parts``; raises unless the caller holds them."""
-        return [detached.check(part) for detached, part in zip(self.detached, parts)]
+    def _check_held(self, parts: list[np.ndarray], holder: int) -> list[np.ndarray]:
+        """Per component, the page ids of ``parts``; raises unless allocation ``holder``
+        holds them."""
+        return [detached.check(part, holder) for detached, part in zip(self.detached, parts)]
 
-    def _unmark(self, pages: list[np.ndarray]) -> None:
+    def _spend(self, allocation: Allocation, pages: list[np.ndarray],
+               status: AllocationState) -> None:
+        """The caller no longer holds ``allocation`` (its ``pages``, per component)."""
         for detached, held in zip(self.detached, pages):
             detached.unmark(held)
+        allocation.status = status
+        del self._allocations[allocation.id]
 
     def _direct_inputs(
         self, parts: list[np.ndarray], allocation: Allocation, length: int
