@@ -100,13 +100,13 @@ class Direct(CacheBase):
         if type(slots) is Allocation:
             # bench insert: one dict get proves owner, liveness and identity at once
             if self._allocations.get(slots.id) is not slots:
-                self._refuse(slots)
+                self._refuse_allocation(slots)
             return slots
         if len(self.tree.components) > 1:
             raise ConfigError("a hybrid cache takes an Allocation (FULL, SWA and state slots)")
         return self._allocation_of(as_slot_array(slots))
 
-    def _refuse(self, allocation: Allocation) -> None:
+    def _refuse_allocation(self, allocation: Allocation) -> None:
         """Raise the :class:`AllocationError` that says why ``allocation`` is not held."""
         if allocation.owner is not self._owner:
             raise AllocationError(f"allocation {allocation.id} was issued by another cache")

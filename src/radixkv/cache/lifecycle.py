@@ -230,10 +230,18 @@ class Lifecycle(CacheBase):
             lease.lock = None
 
     def _check_active(self, lease: Lease) -> None:
+        """Raise :class:`LeaseError` unless ``lease`` is the very object this cache issued
+        and it is active (a copy shares the original's lock and buffers)."""
+        # bench release: one dict get proves owner, liveness and identity at once
+        if type(lease) is not Lease or self._leases.get(lease.id) is not lease:
+            self._refuse_lease(lease)
+
+    def _refuse_lease(self, lease: object) -> None:
         if not isinstance(lease, Lease):
             raise LeaseError(f"expected a Lease, got {type(lease).__name__}")
         if lease.owner is not self._owner:
             raise LeaseError(f"lease {lease.id} was issued by another cache")
         if lease.state is not LeaseState.ACTIVE:
             raise LeaseError(f"lease {lease.id} is {lease.state.value}, not active")
+        raise LeaseError(f"lease {lease.id} is not the lease this cache issued (a copy?)")
 
