@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radixkv.errors import InvalidArgumentError, RadixKVError
+from radixkv import Allocation, CacheConfig
+from radixkv.cache.config import MAX_PAGE_SIZE
+from radixkv.errors import AllocationError, ConfigError, InvalidArgumentError, RadixKVError
 
 from ..audited import AuditedCache
 
@@ -167,3 +169,38 @@ def test_allocate_evict_must_be_a_bool(flag: object) -> None:
     with pytest.raises(InvalidArgumentError, match="evict must be a bool"):
         cache.allocate(4, evict=flag)
     assert cache.snapshot() == snap
+
+
+# ---------------------------------------------------------------------- budgets and bounds (item 9)
+
+
+@pytest.mark.parametrize("budget", [{"swa": 5}, {"mamba": 1}, {"swa": np.int8(1)}],
+                         ids=["swa", "mamba", "np-swa"])
+def test_evict_for_a_component_the_cache_lacks_is_refused(budget: dict[str, object]) -> None:
+    cache = AuditedCache(capacity=64)
+    cache.finish(cache.admit(seq(1, 8)))
+    snap = cache.snapshot()
+    with pytest.raises(InvalidArgumentError, match=r"has no (swa|mamba) component"):
+        cache.evict(**budget)  # type: ignore[arg-type]
+    assert cache.snapshot() == snap
+    assert cache.evict(full=4, swa=0, mamba=0) == {"full": 8}
+
+
+def test_a_page_size_beyond_the_limit_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="page_size"):
+        CacheConfig(capacity=0, page_size=2**45)
+    with pytest.raises(ConfigError, match="page_size"):
+        CacheConfig(capacity=2 * MAX_PAGE_SIZE, page_size=2 * MAX_PAGE_SIZE)
+    assert CacheConfig(capacity=MAX_PAGE_SIZE, page_size=MAX_PAGE_SIZE).page_size == MAX_PAGE_SIZE
+
+
+def test_a_hand_made_allocation_with_a_huge_state_is_refused_as_not_issued() -> None:
+    cache = mamba_cache()
+    held = cache.allocate(4, state=True)
+    assert held is not None
+    forged = Allocation(object(), held.id, held.full, None, 2**70)
+    snap = cache.snapshot()
+    with pytest.raises(AllocationError, match="another cache"):
+        cache.insert(seq(1, 4), forged)
+    assert cache.snapshot() == snap
+    cache.release(held)

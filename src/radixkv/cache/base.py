@@ -10,7 +10,7 @@ from ..core.events import KVEvent
 from ..core.keys import DEFAULT_NAMESPACE, Namespace, encode_tokens, key_of, validate_namespace
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
-from ..errors import ConfigTypeError, LockError
+from ..errors import ConfigTypeError, InvalidArgumentError, LockError
 from . import inspection
 from .allocation import Allocation, AllocationState
 from .arguments import as_int, as_optional_int
@@ -158,10 +158,14 @@ class CacheBase:
     def evict(self, full: int = 0, swa: int = 0, mamba: int = 0) -> dict[str, int]:
         """Evict at least ``full`` FULL tokens, ``swa`` SWA tokens and ``mamba`` states in
         policy order (or all that is evictable), with the cascade FULL → SWA → MAMBA.
-        Returns what was freed per component kind."""
+        Returns what was freed per component kind. Raises :class:`InvalidArgumentError`
+        for a negative budget, or a non-zero one for a component the cache lacks."""
         budgets = {"full": as_int("full", full, 0), "swa": as_int("swa", swa, 0),
                    "mamba": as_int("mamba", mamba, 0)}
         kinds = [component.kind for component in self.tree.components]
+        for kind, budget in budgets.items():
+            if budget and kind not in kinds:
+                raise InvalidArgumentError(f"{kind}={budget}: this cache has no {kind} component")
         result = self.tree.evict([budgets[kind] for kind in kinds])
         self.pools.free_all(result.freed)
         return dict(zip(kinds, result.evicted))

@@ -14,6 +14,10 @@ from ..errors import ConfigError
 COMBINATIONS = (("full",), ("full", "swa"), ("full", "mamba"), ("full", "swa", "mamba"))
 """Supported component lists, FULL first (FULL+SWA also serves DSA-style models)."""
 
+MAX_PAGE_SIZE = 1 << 16
+"""Largest ``page_size``: far beyond any engine's, small enough that the per-page tables
+built from it fit in memory."""
+
 
 def _int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
@@ -28,14 +32,14 @@ class CacheConfig:
     """Configuration of a :class:`~radixkv.PrefixCache`.
 
     ``capacity``: FULL KV slots (tokens), a multiple of ``page_size``. ``page_size``: tokens
-    per page, the unit of matching, allocation and hashing. ``policy``: eviction policy name
-    (see :mod:`radixkv.core.policy`), applied to every component. ``components``: one of
-    :data:`COMBINATIONS`. ``sliding_window``: SWA window W in tokens (with ``"swa"``);
-    ``swa_capacity``: SWA slots (default ``capacity``). ``mamba_track_interval``: tokens
-    between checkpoint hints, a multiple of ``page_size`` (with ``"mamba"``);
-    ``mamba_states``: state slots. ``bigram``: EAGLE bigram keys (not with MAMBA).
-    ``events``: queue KV events. ``default_ttl``: tlru time-to-live (ticks) of a request
-    that gives none. Raises :class:`ConfigError` on any invalid value or combination.
+    per page (1 to :data:`MAX_PAGE_SIZE`), the unit of matching, allocation and hashing.
+    ``policy``: eviction policy name (see :mod:`radixkv.core.policy`), applied to every
+    component. ``components``: one of :data:`COMBINATIONS`. ``sliding_window``: SWA window
+    W in tokens (with ``"swa"``); ``swa_capacity``: SWA slots (default ``capacity``).
+    ``mamba_track_interval``: tokens between checkpoint hints, a multiple of ``page_size``
+    (with ``"mamba"``); ``mamba_states``: state slots. ``bigram``: EAGLE bigram keys (not
+    with MAMBA). ``events``: queue KV events. ``default_ttl``: tlru time-to-live (ticks)
+    of a request that gives none. Raises :class:`ConfigError` on any invalid value or combination.
     """
 
     capacity: int
@@ -52,6 +56,8 @@ class CacheConfig:
 
     def __post_init__(self) -> None:
         tree = self.tree_config()  # validates page_size, policy and ttl
+        if tree.page_size > MAX_PAGE_SIZE:
+            raise ConfigError(f"page_size must be <= {MAX_PAGE_SIZE}, got {tree.page_size}")
         self._check_capacity("capacity", self.capacity, tree.page_size)
         if not isinstance(self.components, (tuple, list)) or (
                 tuple(self.components) not in COMBINATIONS):
