@@ -27,8 +27,9 @@ class Direct(CacheBase):
         component) and, with ``state``, a state slot (MAMBA). Evicts as needed, or with
         ``evict=False`` returns ``None`` when the pools are short. Raises
         :class:`OutOfSlotsError` (nothing changed) when even eviction cannot make room. The
-        caller holds the slots until it passes them to :meth:`insert` or :meth:`release`. ``state`` and ``evict`` are bools (numpy
-        bools too): anything else raises :class:`InvalidArgumentError`."""
+        caller holds the slots until it passes them to :meth:`insert` or :meth:`release`.
+        ``state`` and ``evict`` are bools (numpy bools too): anything else raises
+        :class:`InvalidArgumentError`."""
         num_tokens = as_int("num_tokens", num_tokens, 0)
         if state is not False and state is not True:  # bench insert: one test per flag
             state = as_bool("state", state)
