@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core.events import KVEvent
 from ..core.keys import DEFAULT_NAMESPACE, Namespace, encode_tokens, key_of, validate_namespace
+from ..core.node import Node
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
@@ -121,13 +122,38 @@ class CacheBase:
 
     # ------------------------------------------------------------------ locks, eviction
 
-    def lock(self, node: NodeId) -> Lock:
-        """Pin the prefix ending at ``node`` so it cannot be evicted; O(depth).
-        Raises :class:`StaleHandleError` if the node is gone."""
+    def lock(self, prefix: MatchResult | NodeId, length: int | None = None) -> Lock:
+        """Pin a cached prefix so it cannot be evicted: exactly that prefix — its FULL
+        slots, the window and state every component needs at its end — and nothing more
+        (a prefix ending inside a node splits it). ``prefix`` is a :class:`MatchResult`
+        (its ``length`` tokens), or a node handle with ``length`` (default: the whole path
+        to the node's end). O(depth). Raises :class:`StaleHandleError` if the node is gone,
+        is another cache's or is a root; :class:`InvalidArgumentError` for an empty match or
+        a length that does not end inside the node on a page boundary."""
         tree = self.tree
-        # bench lock_unlock: an int handle is looked up inline (tree.node explains a miss)
-        found = tree.nodes.get(node) if type(node) is int else None
-        return tree.lock(tree.node(node) if found is None else found)
+        if type(prefix) is MatchResult:
+            if length is not None:
+                raise InvalidArgumentError("lock(match) takes the match's own length")
+            if prefix.node is None:
+                raise InvalidArgumentError("an empty match pins nothing")
+            node, length = tree.node(prefix.node), prefix.length
+        else:
+            # bench lock_unlock: an int handle is looked up inline (tree.node explains a miss)
+            found = tree.nodes.get(prefix) if type(prefix) is int else None
+            node = found if found is not None and found.parent is not None \
+                else tree.node(prefix)  # type: ignore[arg-type]
+        if length is None:
+            return tree.lock(node)
+        return tree.lock(node, self._lock_end(node, length))
+
+    def _lock_end(self, node: Node, length: object) -> int:
+        """``length`` as a key position ending inside ``node`` on a page boundary."""
+        end = as_int("length", length, 0)
+        if not node.start < end <= node.start + node.length or end % self.page_size:
+            raise InvalidArgumentError(
+                f"length {end} does not end inside node {node.id} "
+                f"([{node.start}, {node.start + node.length})) on a page boundary")
+        return end
 
     def unlock(self, receipt: Lock) -> None:
         """Undo exactly what ``receipt`` pinned. Raises :class:`LockError` when it was

@@ -41,7 +41,7 @@ class Lifecycle(CacheBase):
         self.pools.ensure_room(needs, self.tree.lock_preview(found.node, found.length))
         self.tree.touch(found)
         self._count_match(num_tokens, found.length)
-        lock = None if found.node is None else self.tree.lock(found.node, found.length)
+        lock = None if found.node is None else self.tree.lock_match(found)
         lease = Lease(self._owner, next(self._lease_ids), space, found.length, lock,
                       priority, ttl, [side.new_buffer() for side in self.sides], self.names)
         if lock is not None:
@@ -127,7 +127,7 @@ class Lifecycle(CacheBase):
         length = as_int("length", lease.num_tokens if length is None else length, 0,
                         lease.num_tokens)
         result = self._insert(lease, length)
-        if result is not None and result.length > lease.tree_owned:
+        if result is not None and result.node is not None and result.length > lease.tree_owned:
             self._move_lock(lease, result.node, result.length)
         return lease.tree_owned
 

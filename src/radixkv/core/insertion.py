@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import InvalidSlotsError
 from .keys import Namespace
 from .node import Node
-from .state import TreeState
+from .state import NO_SLOTS, TreeState
 from .types import TreeInsert
 
 
@@ -38,13 +38,13 @@ class Inserter(TreeState):
         """
         length = self._check_insert(key, inputs)
         limit, cuts = self._plan(inputs, length, borrowed)
-        root = self.root(namespace)
         self.tick += 1
+        if not limit:  # nothing to cache: no namespace root is created for it
+            return TreeInsert(None, 0, 0, [NO_SLOTS] * len(self.components))
         ttl = self.config.default_ttl if ttl is None else ttl
-        path, new_length = self._descend(root, key, limit, cuts, priority, ttl)
+        path, new_length = self._descend(self.root(namespace), key, limit, cuts, priority, ttl)
         freed = self._adopt(path, inputs, borrowed)
-        node = path[-1] if path else root
-        return TreeInsert(node, limit, new_length, freed)
+        return TreeInsert(path[-1], limit, new_length, freed)
 
     def _descend(
         self, root: Node, key: bytes, limit: int, cuts: list[int], priority: int, ttl: int
@@ -154,33 +154,3 @@ class Inserter(TreeState):
         for index in range(len(self.components)):
             self.holes[index] += 1
         return leaf
-
-    def _split(self, node: Node, upper_length: int) -> Node:
-        """Cut ``node`` after ``upper_length`` elements; ``node`` stays the lower half (its
-        handle and the locks ending on it stay valid) and the new upper half is returned."""
-        cut = upper_length * self.unit
-        parent = node.parent
-        assert parent is not None
-        upper = Node(next(self._ids), parent, node.key[:cut], node.start, upper_length,
-                     len(self.components), node.namespace)
-        halves = [component.split_value(value, upper_length)
-                  for component, value in zip(self.components, node.values)]
-        upper.values = [upper_value for upper_value, _ in halves]
-        node.values = [lower_value for _, lower_value in halves]  # a new list (see Node)
-        for index, value in enumerate(upper.values):
-            self.holes[index] += value is None
-        upper.locks = node.locks.copy()
-        upper.last_access, upper.created, upper.hits = node.last_access, node.created, node.hits
-        upper.priority, upper.ttl = node.priority, node.ttl
-        if node.hashes is not None:
-            pages = upper_length // self.page_size
-            upper.hashes, node.hashes = node.hashes[:pages], node.hashes[pages:]
-        node.key, node.start, node.length = node.key[cut:], node.start + upper_length, \
-            node.length - upper_length
-        node.parent = upper
-        parent.children[upper.key[: self.page_bytes]] = upper
-        upper.children[node.key[: self.page_bytes]] = node
-        self.nodes[upper.id] = upper
-        self._refresh(upper)
-        self._refresh(node)
-        return upper

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import LockError
 from .node import Node
 from .state import NODE, PATH, TreeState
-from .types import Lock
+from .types import Lock, TreeMatch
+
+if TYPE_CHECKING:  # components import the node module of this package
+    from ..components.base import Component
 
 
 class Locker(TreeState):
@@ -17,7 +22,12 @@ class Locker(TreeState):
 
     def lock(self, node: Node, end: int | None = None) -> Lock:
         """Pin what each component needs for the prefix ``[0, end)`` ending in ``node``
-        (``end`` defaults to the node's end). Mutates lock counts and ledgers; O(depth)."""
+        (``end`` defaults to the node's end; else a page boundary in ``(start, end]``), and
+        nothing more: a prefix ending inside ``node`` first splits it there, so the rest of
+        the node stays evictable. Mutates lock counts and ledgers (and the structure, for
+        that split); O(depth)."""
+        if end is not None and end < node.start + node.length:
+            node = self._split(node, end - node.start)
         protected, holes, start, boundaries = self.protected, self.holes, node.start, []
         # bench lock_unlock: one pass computes each boundary and pins; a whole-path lock
         # takes its own tight loop, a one-node lock is done inline
@@ -40,6 +50,17 @@ class Locker(TreeState):
                 protected[index] += node.length if size is None else size(node)
         receipt = Lock(self._owner, next(self._lock_ids), node, tuple(boundaries))
         self.live_locks[receipt.id] = receipt
+        return receipt
+
+    def lock_match(self, match: TreeMatch) -> Lock:
+        """:meth:`lock` the prefix of ``match`` (a non-empty one); when that splits the node
+        the prefix ends in, the match's path and node become the upper half, so its values
+        still cover exactly the prefix."""
+        node = match.node
+        assert node is not None
+        receipt = self.lock(node, match.length)
+        if receipt.node is not node:
+            match.path[-1] = match.node = receipt.node
         return receipt
 
     def _pin(self, node: Node, index: int, boundary: int) -> int:
@@ -115,10 +136,21 @@ class Locker(TreeState):
             boundary = component.lock_boundary(node, end)
             while current.parent is not None and current.start >= boundary:
                 if current.values[index] is not None and not current.locks[index]:
-                    total += component.value_size(current)
+                    total += _pinned_size(component, current, end)
                 current = current.parent
             sizes.append(total)
         return sizes
+
+
+def _pinned_size(component: Component, node: Node, end: int) -> int:
+    """The ledger size of ``node``'s value that a lock of ``[0, end)`` pins: all of it, or
+    for a prefix ending inside the node, the upper half the lock would split off."""
+    if end >= node.start + node.length:
+        return component.value_size(node)
+    if component.per_token:
+        return end - node.start
+    upper, _ = component.split_value(node.values[component.index], end - node.start)
+    return 0 if upper is None else component.value_size(node)
 
 
 # bench lock_unlock: the whole-path walks of per-token components (FULL) get their own tight

@@ -22,6 +22,10 @@ if TYPE_CHECKING:  # components import the node module of this package
 NO_SLOTS = np.zeros(0, dtype=np.int64)
 EVICTION_REASONS = ("budget", "cascade", "removal")
 
+_NODE_IDS = itertools.count(1)
+"""Node ids of every tree in the process: a handle from another cache is never a node of
+this one (so it reads as stale, never as an unrelated node)."""
+
 PATH, NODE, BOUNDARY = "path", "node", "boundary"
 """How a component's lock reaches up from its node: the whole path with per-token sizes,
 the node alone, or up to the boundary its ``lock_boundary`` computes."""
@@ -96,7 +100,7 @@ class TreeState:
         self._parked = [queue.parked for queue in self.queues]
         self.log = EventLog(self, config.events)
         self._owner = object()
-        self._ids = itertools.count(1)
+        self._ids = _NODE_IDS
         self._lock_ids = itertools.count(1)
         self.evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
         self._init_state()
@@ -113,7 +117,8 @@ class TreeState:
         self.tick = 0
 
     def root(self, namespace: Namespace) -> Node:
-        """The root of ``namespace``, created on first use (a root holds no key or value)."""
+        """The root of ``namespace``, created on first use (a root holds no key or value).
+        Only an insert that caches something creates one; eviction drops empty ones."""
         root = self.roots.get(namespace)
         if root is None:
             root = Node(next(self._ids), None, b"", 0, 0, len(self.components), namespace)
@@ -122,21 +127,28 @@ class TreeState:
         return root
 
     def node(self, node_id: int) -> Node:
-        """The live node behind a handle; raises :class:`StaleHandleError` if it is gone (or
-        is not a handle at all)."""
+        """The live node behind a handle this tree issued (never a namespace root); raises
+        :class:`StaleHandleError` if it is gone, is another cache's, is a root, or is not a
+        handle at all."""
         node = self.nodes.get(node_id) if type(node_id) is int else None
-        if node is None:
+        if node is None or node.parent is None:
             node = self._slow_node(node_id)
         return node
 
     def _slow_node(self, node_id: object) -> Node:
+        node = None
         if isinstance(node_id, np.integer):
             node = self.nodes.get(int(node_id))
-            if node is not None:
-                return node
         elif isinstance(node_id, bool) or not isinstance(node_id, int):
             raise StaleHandleError(f"a node handle is an int NodeId, got {node_id!r}")
-        raise StaleHandleError(f"node {node_id!r} no longer exists (evicted or reset)")
+        else:
+            node = self.nodes.get(node_id)
+        if node is None:
+            raise StaleHandleError(f"node {node_id!r} is not a node of this cache (evicted, "
+                                   "reset, or another cache's)")
+        if node.parent is None:
+            raise StaleHandleError(f"node {node_id!r} is a namespace root: no handle names it")
+        return node
 
     def _set_value(self, node: Node, index: int, value: np.ndarray) -> None:
         """Give ``node`` a value it lacks (filled in place: see :class:`Node`)."""
@@ -162,6 +174,36 @@ class TreeState:
                 queue.add(node)
         elif node.id in queue.members:
             queue.discard(node)
+
+    def _split(self, node: Node, upper_length: int) -> Node:
+        """Cut ``node`` after ``upper_length`` elements; ``node`` stays the lower half (its
+        handle and the locks ending on it stay valid) and the new upper half is returned."""
+        cut = upper_length * self.unit
+        parent = node.parent
+        assert parent is not None
+        upper = Node(next(self._ids), parent, node.key[:cut], node.start, upper_length,
+                     len(self.components), node.namespace)
+        halves = [component.split_value(value, upper_length)
+                  for component, value in zip(self.components, node.values)]
+        upper.values = [upper_value for upper_value, _ in halves]
+        node.values = [lower_value for _, lower_value in halves]  # a new list (see Node)
+        for index, value in enumerate(upper.values):
+            self.holes[index] += value is None
+        upper.locks = node.locks.copy()
+        upper.last_access, upper.created, upper.hits = node.last_access, node.created, node.hits
+        upper.priority, upper.ttl = node.priority, node.ttl
+        if node.hashes is not None:
+            pages = upper_length // self.page_size
+            upper.hashes, node.hashes = node.hashes[:pages], node.hashes[pages:]
+        node.key, node.start, node.length = node.key[cut:], node.start + upper_length, \
+            node.length - upper_length
+        node.parent = upper
+        parent.children[upper.key[: self.page_bytes]] = upper
+        upper.children[node.key[: self.page_bytes]] = node
+        self.nodes[upper.id] = upper
+        self._refresh(upper)
+        self._refresh(node)
+        return upper
 
     @staticmethod
     def _join(parts: list[np.ndarray]) -> np.ndarray:

@@ -60,11 +60,12 @@ class TreeMatch:
 
 @dataclass(frozen=True, slots=True)
 class TreeInsert:
-    """Outcome of an insert: the node where the inserted key ends, how much of the key the
-    tree now holds (``length``; components may cut it short), how many elements were new to
-    the tree, and per component the caller's slots the tree did not keep, to be freed."""
+    """Outcome of an insert: the node where the inserted key ends (``None`` when nothing was
+    cached), how much of the key the tree now holds (``length``; components may cut it
+    short), how many elements were new to the tree, and per component the caller's slots
+    the tree did not keep, to be freed."""
 
-    node: Node
+    node: Node | None
     length: int
     new_length: int
     freed: list[np.ndarray]
