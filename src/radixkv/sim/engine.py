@@ -1,0 +1,246 @@
+"""SimEngine: one simulated serving engine around a real PrefixCache.
+
+Continuous batching, as vLLM and SGLang schedule: at every step boundary the engine admits
+waiting requests first come, first served, while fewer than ``max_running`` run and the
+prompt tokens still to prefill fit the step's token budget; ``admit`` evicts through the
+cache and refuses (raises) when memory is short, which stops admission. A step then runs
+one token for every decoding request and prefill chunks of the others in admission order,
+up to ``max_batch_tokens`` (chunked prefill). A request's first token comes at the end of
+the step that finishes its prompt (TTFT); it is done after ``output_len - 1`` more decode
+steps.
+
+Decode-only stretches are not simulated step by step: while nothing is prefilling, the batch
+is the same from step to step until a request finishes, memory runs short or a request
+arrives, so the engine jumps over ``k`` such steps at once (the time is a closed-form sum;
+the cache sees one ``extend`` of ``k`` tokens per request). When the cache cannot grow a
+request, the most recently admitted other request is preempted: aborted (its committed
+prompt pages stay cached) and put back at the head of the queue; a request that cannot run
+even alone is rejected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+
+from .. import CacheConfig, PrefixCache
+from ..errors import OutOfSlotsError
+from .costs import CostModel
+from .jobs import Job, JobOps
+from .keys import PrefixIndex
+from .records import partition
+from .resident import ResidentIndex
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """``hints``: save MAMBA states where the cache hints (else every track interval only).
+    ``events``: keep a :class:`ResidentIndex` from the cache's KV events (KV-aware routing,
+    and telling FULL evictions from SWA/MAMBA losses). ``sample_every``: simulated seconds
+    between memory samples."""
+
+    cache: CacheConfig
+    cost: CostModel
+    max_batch_tokens: int = 8192
+    max_running: int = 256
+    hints: bool = True
+    events: bool = False
+    sample_every: float = 1.0
+
+
+class SimEngine:
+    """See the module docstring. ``now`` is the engine's clock (simulated seconds)."""
+
+    def __init__(self, config: EngineConfig, index: int = 0) -> None:
+        cache_config = replace(config.cache, events=True) if config.events else config.cache
+        self.config, self.index = config, index
+        self.cache = PrefixCache(cache_config)
+        self.ops = JobOps(self.cache, config.hints)
+        self.cost = config.cost
+        self.page = cache_config.page_size
+        self.now = 0.0
+        self.waiting: deque[Job] = deque()
+        self.running: list[Job] = []
+        self.held_once = PrefixIndex(self.page)  # pages this cache took at least once
+        self.computed_once = PrefixIndex(self.page)  # pages this engine computed
+        self.resident = ResidentIndex(self.page) if config.events else None
+        self.samples: list[tuple[float, ...]] = []
+        self._next_sample = 0.0
+        self.steps = self.preemptions = 0
+
+    # ------------------------------------------------------------------ interface
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    def pending_tokens(self) -> int:
+        """Prompt tokens still to prefill here (waiting and running): the router's load."""
+        waiting = sum(job.prompt_len for job in self.waiting)
+        return waiting + sum(job.prompt_len - job.computed for job in self.running)
+
+    def submit(self, job: Job, now: float) -> None:
+        """Queue ``job``, arrived at ``now`` (an idle engine's clock moves up to it)."""
+        if not self.busy and self.now < now:
+            self.now = now
+        job.record.engine = self.index
+        self.waiting.append(job)
+
+    def step(self, horizon: float) -> list[Job]:
+        """Admit, then run one step (or a jump of decode steps, ending by ``horizon`` when
+        a request arrives then); return the jobs that finished or were rejected."""
+        done: list[Job] = []
+        self._admit(done)
+        if self.running:
+            if any(job.prefilling for job in self.running):
+                self._mixed_step(done)
+            else:
+                self._decode_jump(horizon, done)
+            self.steps += 1
+        self._drain_events()
+        self._sample()
+        return done
+
+    # ------------------------------------------------------------------ admission
+
+    def _admit(self, done: list[Job]) -> None:
+        budget = self.config.max_batch_tokens - sum(
+            job.prompt_len - job.computed for job in self.running)
+        while self.waiting and budget > 0 and len(self.running) < self.config.max_running:
+            job = self.waiting[0]
+            try:
+                lease = self.ops.admit(job)
+            except OutOfSlotsError:
+                if self.running:
+                    return
+                self.waiting.popleft()
+                self._reject(job, done)
+                continue
+            self.waiting.popleft()
+            self._record_admission(job, lease.cached_length)
+            self.running.append(job)
+            budget -= job.prompt_len - job.computed
+
+    def _record_admission(self, job: Job, hit: int) -> None:
+        record = job.record
+        record.hit = hit
+        if record.admitted is None:
+            record.admitted = self.now
+        self._drain_events()
+        resident = None if self.resident is None else self.resident.longest(job.keys)
+        keys = job.keys
+        bounds = (resident, self.held_once.longest(keys), self.computed_once.longest(keys),
+                  job.seen, job.seen_any)
+        record.losses = partition(job.prompt_len, self.page, hit, bounds)
+
+    def _reject(self, job: Job, done: list[Job]) -> None:
+        job.record.rejected = True
+        job.record.finished = self.now
+        done.append(job)
+
+    # ------------------------------------------------------------------ steps
+
+    def _mixed_step(self, done: list[Job]) -> None:
+        decoding = self._grow([job for job in self.running if not job.prefilling], 1, done)
+        budget = self.config.max_batch_tokens - len(decoding)
+        chunks: list[tuple[Job, int]] = []
+        for job in self.running:
+            if job.prefilling and budget > 0:
+                tokens = min(job.prompt_len - job.computed, budget)
+                chunks.append((job, job.computed))
+                held = self.ops.prefill(job, tokens)
+                self.held_once.add(job.keys[: held // self.page])
+                self.computed_once.add(job.keys[: job.computed // self.page])
+                budget -= tokens
+        cost = self.cost
+        batch = len(decoding) + sum(job.computed - past for job, past in chunks)
+        elapsed = cost.matmuls(batch) + sum(
+            cost.prefill(job.computed - past, past) for job, past in chunks)
+        elapsed += self._decode_time(decoding)
+        self.now += elapsed
+        for job in decoding:
+            job.fed += 1
+        for job, _ in chunks:
+            if not job.prefilling and job.record.first_token is None:
+                job.record.first_token = self.now
+        self._complete(done)
+
+    def _decode_jump(self, horizon: float, done: list[Job]) -> None:
+        steps = min(job.remaining_decode for job in self.running)
+        per_step = self.cost.matmuls(len(self.running)) + self._decode_time(self.running)
+        if self.now < horizon < math.inf:
+            steps = min(steps, max(1, int((horizon - self.now) / per_step)))
+        steps = max(1, min(steps, self._room_steps()))
+        decoding = self._grow(list(self.running), steps, done)
+        if decoding:
+            growth = len(decoding) * steps * (steps - 1) / 2 * self.cost.full_layers
+            self.now += steps * (self.cost.matmuls(len(decoding)) + self._decode_time(
+                decoding)) + growth * self.cost.kv_read
+        for job in decoding:
+            job.fed += steps
+        self._complete(done)
+
+    def _decode_time(self, jobs: list[Job]) -> float:
+        window = self.cost.window
+        contexts = [job.context for job in jobs]
+        windowed = sum(min(c, window) for c in contexts) if self.cost.swa_layers else 0
+        return self.cost.decode(len(jobs), sum(contexts), windowed)
+
+    def _room_steps(self) -> int:
+        """Decode steps every running request surely has memory for (eviction included)."""
+        stats = self.cache.stats()
+        count = len(self.running)
+        room = min(c.pool_available + c.evictable for kind, c in stats.components.items()
+                   if kind != "mamba")
+        return (room - count * self.page) // count
+
+    def _grow(self, jobs: list[Job], steps: int, done: list[Job]) -> list[Job]:
+        """Extend each job by ``steps`` decode tokens, preempting the newest other running
+        job while memory is short; return the jobs that grew."""
+        grown = []
+        for job in jobs:
+            while job in self.running and not self.ops.grow(job, steps):
+                victims = [other for other in self.running if other is not job]
+                if not victims:
+                    self.running.remove(job)
+                    self.ops.abort(job)
+                    self._reject(job, done)
+                    break
+                self._preempt(victims[-1])
+            if job in self.running:
+                grown.append(job)
+        return grown
+
+    def _preempt(self, job: Job) -> None:
+        self.running.remove(job)
+        self.ops.abort(job)
+        job.record.preemptions += 1
+        self.preemptions += 1
+        self.waiting.appendleft(job)
+
+    def _complete(self, done: list[Job]) -> None:
+        for job in [job for job in self.running if not job.prefilling]:
+            if job.remaining_decode == 0:
+                self.running.remove(job)
+                finished = self.ops.finish(job)
+                if finished is not None:
+                    keys, held = finished
+                    self.computed_once.add(keys)
+                    self.held_once.add(keys[: held // self.page])
+                job.record.finished = self.now
+                done.append(job)
+
+    # ------------------------------------------------------------------ observation
+
+    def _drain_events(self) -> None:
+        if self.resident is not None:
+            self.resident.feed(self.cache.take_events())
+
+    def _sample(self) -> None:
+        if self.now < self._next_sample:
+            return
+        self._next_sample = self.now + self.config.sample_every
+        stats = self.cache.stats()
+        used = [c.pool_capacity - c.pool_available for c in stats.components.values()]
+        self.samples.append((self.now, stats.held_by_requests, *used))

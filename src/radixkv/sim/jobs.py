@@ -1,0 +1,140 @@
+"""A request inside one simulated engine and the cache calls it makes.
+
+Every call goes through :class:`~radixkv.PrefixCache`'s public API, the way a serving engine
+would make it: ``admit(prompt, max_match=len - 1)`` (the last prompt token is always computed:
+its logits are needed), ``checkpoint`` where MAMBA states are saved, ``commit`` after each
+prefill chunk, ``slide_window`` and ``extend`` while decoding, ``finish`` at the end (or
+``abort`` for preemption, and for answers that are not cached).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import Lease, PrefixCache
+from ..errors import OutOfSlotsError
+from .keys import page_keys
+from .records import RequestRecord
+from .requests import SimRequest
+
+
+class Job:
+    """``computed``: prompt tokens whose KV exists; ``fed``: answer tokens fed back (the
+    first answer token comes out of the prefill; ``output_len - 1`` are fed, the last is
+    never). ``keys``: the prompt's page keys in its namespace. ``seen`` and ``seen_any``:
+    what earlier requests had of this prompt (this namespace / any), set on arrival."""
+
+    __slots__ = ("computed", "fed", "hints", "keys", "lease", "record", "request", "salt",
+                 "seen", "seen_any")
+
+    def __init__(self, request: SimRequest, record: RequestRecord, keys: list[int],
+                 salt: int) -> None:
+        self.request, self.record, self.keys, self.salt = request, record, keys, salt
+        self.lease: Lease | None = None
+        self.computed = self.fed = self.seen = self.seen_any = 0
+        self.hints: tuple[int, ...] = ()
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.request.prompt)
+
+    @property
+    def prefilling(self) -> bool:
+        return self.computed < len(self.request.prompt)
+
+    @property
+    def remaining_decode(self) -> int:
+        """Decode steps left (each feeds one answer token and samples the next)."""
+        return len(self.request.output) - 1 - self.fed
+
+    @property
+    def context(self) -> int:
+        """Tokens whose KV the next decode step reads (the fed token included)."""
+        return len(self.request.prompt) + self.fed + 1
+
+
+class JobOps:
+    """The cache calls of jobs on one cache. ``hints``: save MAMBA states where the cache
+    hints (branch points, the prompt's end); otherwise only every track interval."""
+
+    def __init__(self, cache: PrefixCache, hints: bool) -> None:
+        self.cache = cache
+        self.page = cache.config.page_size
+        components = cache.config.components
+        self.swa, self.mamba = "swa" in components, "mamba" in components
+        self.interval = cache.config.mamba_track_interval or 0
+        self.use_hints = hints
+        self.skipped_checkpoints = 0
+
+    def admit(self, job: Job) -> Lease:
+        """Raises :class:`OutOfSlotsError` with nothing changed when it cannot fit."""
+        prompt = job.request.prompt
+        lease = self.cache.admit(prompt, job.request.namespace, max_match=len(prompt) - 1)
+        job.lease, job.computed, job.fed = lease, lease.cached_length, 0
+        if self.mamba:
+            job.hints = lease.checkpoint_hints if self.use_hints else self._intervals(
+                lease.cached_length, len(prompt))
+        return lease
+
+    def _intervals(self, start: int, end: int) -> tuple[int, ...]:
+        first = start - start % self.interval + self.interval
+        return tuple(range(first, end + 1, self.interval))
+
+    def prefill(self, job: Job, tokens: int) -> int:
+        """Compute the next ``tokens`` prompt tokens: save hinted states, commit; return
+        how many of the job's tokens the tree holds."""
+        lease = job.lease
+        assert lease is not None
+        end = job.computed + tokens
+        if self.mamba:
+            for position in job.hints:
+                if job.computed < position <= end and position > lease.tree_owned:
+                    self._checkpoint(lease, position)
+        job.computed = end
+        return self.cache.commit(lease, end)
+
+    def grow(self, job: Job, steps: int) -> bool:
+        """Append the answer tokens the next ``steps`` decode steps feed; False (nothing
+        changed) when the cache has no room."""
+        lease = job.lease
+        assert lease is not None
+        start = len(job.request.prompt) + job.fed
+        try:
+            if self.swa:
+                self.cache.slide_window(lease)
+            self.cache.extend(lease, job.request.output[job.fed : job.fed + steps])
+        except OutOfSlotsError:
+            return False
+        if self.mamba and job.request.cache_output:
+            last = (start + steps) - (start + steps) % self.interval
+            if last > start and last > lease.tree_owned and self._checkpoint(lease, last):
+                self.cache.commit(lease, last)
+        return True
+
+    def _checkpoint(self, lease: Lease, position: int) -> bool:
+        try:
+            self.cache.checkpoint(lease, position)
+        except OutOfSlotsError:  # no state slot free: this position just is not saved
+            self.skipped_checkpoints += 1
+            return False
+        return True
+
+    def finish(self, job: Job) -> tuple[list[int], int] | None:
+        """Finish the job; return the page keys of its whole sequence and how many of its
+        tokens the tree holds (``None`` when the answer is not cached)."""
+        lease, request = job.lease, job.request
+        assert lease is not None
+        job.lease = None
+        if not request.cache_output:
+            self.cache.abort(lease)  # the prompt is committed already; the answer is not kept
+            return None
+        held = self.cache.finish(lease)
+        sequence = np.concatenate((request.prompt, request.output[: job.fed]))
+        keys: list[int] = page_keys(sequence, self.page, job.salt).tolist()
+        return keys, held
+
+    def abort(self, job: Job) -> None:
+        if job.lease is not None:
+            self.cache.abort(job.lease)
+            job.lease = None
+        job.computed = job.fed = 0
