@@ -38,7 +38,8 @@ class EngineConfig:
     """``hints``: save MAMBA states where the cache hints (else every track interval only).
     ``events``: keep a :class:`ResidentIndex` from the cache's KV events (KV-aware routing,
     and telling FULL evictions from SWA/MAMBA losses). ``sample_every``: simulated seconds
-    between memory samples."""
+    between memory samples. ``decode_reserve``: decode memory is allocated this many tokens
+    ahead of what a request has fed (at least a page at a time, as engines do)."""
 
     cache: CacheConfig
     cost: CostModel
@@ -47,6 +48,7 @@ class EngineConfig:
     hints: bool = True
     events: bool = False
     sample_every: float = 1.0
+    decode_reserve: int = 128
 
 
 class SimEngine:
@@ -56,7 +58,7 @@ class SimEngine:
         cache_config = replace(config.cache, events=True) if config.events else config.cache
         self.config, self.index = config, index
         self.cache = PrefixCache(cache_config)
-        self.ops = JobOps(self.cache, config.hints)
+        self.ops = JobOps(self.cache, config.hints, config.decode_reserve)
         self.cost = config.cost
         self.page = cache_config.page_size
         self.now = 0.0

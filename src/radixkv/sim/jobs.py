@@ -21,17 +21,17 @@ from .requests import SimRequest
 class Job:
     """``computed``: prompt tokens whose KV exists; ``fed``: answer tokens fed back (the
     first answer token comes out of the prefill; ``output_len - 1`` are fed, the last is
-    never). ``keys``: the prompt's page keys in its namespace. ``seen`` and ``seen_any``:
+    never; ``extended`` of them have memory, see :meth:`JobOps.grow`). ``keys``: the prompt's page keys in its namespace. ``seen`` and ``seen_any``:
     what earlier requests had of this prompt (this namespace / any), set on arrival."""
 
-    __slots__ = ("computed", "fed", "hints", "keys", "lease", "record", "request", "salt",
+    __slots__ = ("computed", "extended", "fed", "hints", "keys", "lease", "record", "request", "salt",
                  "seen", "seen_any")
 
     def __init__(self, request: SimRequest, record: RequestRecord, keys: list[int],
                  salt: int) -> None:
         self.request, self.record, self.keys, self.salt = request, record, keys, salt
         self.lease: Lease | None = None
-        self.computed = self.fed = self.seen = self.seen_any = 0
+        self.computed = self.fed = self.extended = self.seen = self.seen_any = 0
         self.hints: tuple[int, ...] = ()
 
     @property
@@ -57,20 +57,20 @@ class JobOps:
     """The cache calls of jobs on one cache. ``hints``: save MAMBA states where the cache
     hints (branch points, the prompt's end); otherwise only every track interval."""
 
-    def __init__(self, cache: PrefixCache, hints: bool) -> None:
+    def __init__(self, cache: PrefixCache, hints: bool, reserve: int) -> None:
         self.cache = cache
         self.page = cache.config.page_size
         components = cache.config.components
         self.swa, self.mamba = "swa" in components, "mamba" in components
         self.interval = cache.config.mamba_track_interval or 0
-        self.use_hints = hints
+        self.use_hints, self.reserve = hints, reserve
         self.skipped_checkpoints = 0
 
     def admit(self, job: Job) -> Lease:
         """Raises :class:`OutOfSlotsError` with nothing changed when it cannot fit."""
         prompt = job.request.prompt
         lease = self.cache.admit(prompt, job.request.namespace, max_match=len(prompt) - 1)
-        job.lease, job.computed, job.fed = lease, lease.cached_length, 0
+        job.lease, job.computed, job.fed, job.extended = lease, lease.cached_length, 0, 0
         if self.mamba:
             job.hints = lease.checkpoint_hints if self.use_hints else self._intervals(
                 lease.cached_length, len(prompt))
@@ -94,17 +94,22 @@ class JobOps:
         return self.cache.commit(lease, end)
 
     def grow(self, job: Job, steps: int) -> bool:
-        """Append the answer tokens the next ``steps`` decode steps feed; False (nothing
-        changed) when the cache has no room."""
+        """Make room for the answer tokens the next ``steps`` decode steps feed; False
+        (nothing changed) when the cache has none. Memory is taken ``reserve`` tokens ahead
+        (``extend`` once per stretch, not per step); tokens appended ahead are not computed
+        yet, so ``slide_window`` and checkpoints go by what is fed."""
         lease = job.lease
         assert lease is not None
         start = len(job.request.prompt) + job.fed
-        try:
-            if self.swa:
-                self.cache.slide_window(lease)
-            self.cache.extend(lease, job.request.output[job.fed : job.fed + steps])
-        except OutOfSlotsError:
-            return False
+        if job.fed + steps > job.extended:
+            size = min(max(steps, self.reserve), len(job.request.output) - 1 - job.extended)
+            try:
+                if self.swa:
+                    self.cache.slide_window(lease, start)
+                self.cache.extend(lease, job.request.output[job.extended : job.extended + size])
+            except OutOfSlotsError:
+                return False
+            job.extended += size
         if self.mamba and job.request.cache_output:
             last = (start + steps) - (start + steps) % self.interval
             if last > start and last > lease.tree_owned and self._checkpoint(lease, last):
@@ -137,4 +142,4 @@ class JobOps:
         if job.lease is not None:
             self.cache.abort(job.lease)
             job.lease = None
-        job.computed = job.fed = 0
+        job.computed = job.fed = job.extended = 0
