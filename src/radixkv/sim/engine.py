@@ -70,6 +70,7 @@ class SimEngine:
         self.samples: list[tuple[float, ...]] = []
         self._next_sample = 0.0
         self.steps = self.preemptions = 0
+        self._unprefilled = 0  # prompt tokens of running requests still to prefill
 
     # ------------------------------------------------------------------ interface
 
@@ -79,8 +80,7 @@ class SimEngine:
 
     def pending_tokens(self) -> int:
         """Prompt tokens still to prefill here (waiting and running): the router's load."""
-        waiting = sum(job.prompt_len for job in self.waiting)
-        return waiting + sum(job.prompt_len - job.computed for job in self.running)
+        return sum(job.prompt_len for job in self.waiting) + self._unprefilled
 
     def submit(self, job: Job, now: float) -> None:
         """Queue ``job``, arrived at ``now`` (an idle engine's clock moves up to it)."""
@@ -95,7 +95,7 @@ class SimEngine:
         done: list[Job] = []
         self._admit(done)
         if self.running:
-            if any(job.prefilling for job in self.running):
+            if self._unprefilled:
                 self._mixed_step(done)
             else:
                 self._decode_jump(horizon, done)
@@ -107,8 +107,7 @@ class SimEngine:
     # ------------------------------------------------------------------ admission
 
     def _admit(self, done: list[Job]) -> None:
-        budget = self.config.max_batch_tokens - sum(
-            job.prompt_len - job.computed for job in self.running)
+        budget = self.config.max_batch_tokens - self._unprefilled
         while self.waiting and budget > 0 and len(self.running) < self.config.max_running:
             job = self.waiting[0]
             try:
@@ -123,6 +122,7 @@ class SimEngine:
             self._record_admission(job, lease.cached_length)
             self.running.append(job)
             budget -= job.prompt_len - job.computed
+            self._unprefilled += job.prompt_len - job.computed
 
     def _record_admission(self, job: Job, hit: int) -> None:
         record = job.record
@@ -144,16 +144,19 @@ class SimEngine:
     # ------------------------------------------------------------------ steps
 
     def _mixed_step(self, done: list[Job]) -> None:
-        decoding = self._grow([job for job in self.running if not job.prefilling], 1, done)
+        prefilling = [job for job in self.running if job.computed < job.prompt_len]
+        decoding = self._grow([job for job in self.running if job.computed >= job.prompt_len],
+                              1, done)
         budget = self.config.max_batch_tokens - len(decoding)
         chunks: list[tuple[Job, int]] = []
-        for job in self.running:
-            if job.prefilling and budget > 0:
-                tokens = min(job.prompt_len - job.computed, budget)
-                chunks.append((job, job.computed))
+        for job in prefilling:
+            if job.lease is not None and budget > 0:
+                tokens, past = min(job.prompt_len - job.computed, budget), job.computed
+                self._unprefilled -= tokens
+                chunks.append((job, past))
                 held = self.ops.prefill(job, tokens)
-                self.held_once.add(job.keys[: held // self.page])
-                self.computed_once.add(job.keys[: job.computed // self.page])
+                self.held_once.add(job.keys[past // self.page : held // self.page])
+                self.computed_once.add(job.keys[past // self.page : job.computed // self.page])
                 budget -= tokens
         cost = self.cost
         batch = len(decoding) + sum(job.computed - past for job, past in chunks)
@@ -163,17 +166,18 @@ class SimEngine:
         self.now += elapsed
         for job in decoding:
             job.fed += 1
-        for job, _ in chunks:
-            if not job.prefilling and job.record.first_token is None:
+        ready = [job for job, _ in chunks if job.computed == job.prompt_len]
+        for job in ready:
+            if job.record.first_token is None:
                 job.record.first_token = self.now
-        self._complete(done)
+        self._complete(decoding + ready, done)
 
     def _decode_jump(self, horizon: float, done: list[Job]) -> None:
         steps = min(job.remaining_decode for job in self.running)
+        steps = min(steps, max(1, self.config.decode_reserve))
         per_step = self.cost.matmuls(len(self.running)) + self._decode_time(self.running)
         if self.now < horizon < math.inf:
             steps = min(steps, max(1, int((horizon - self.now) / per_step)))
-        steps = max(1, min(steps, self._room_steps()))
         decoding = self._grow(list(self.running), steps, done)
         if decoding:
             growth = len(decoding) * steps * (steps - 1) / 2 * self.cost.full_layers
@@ -181,7 +185,7 @@ class SimEngine:
                 decoding)) + growth * self.cost.kv_read
         for job in decoding:
             job.fed += steps
-        self._complete(done)
+        self._complete(decoding, done)
 
     def _decode_time(self, jobs: list[Job]) -> float:
         window = self.cost.window
@@ -189,41 +193,36 @@ class SimEngine:
         windowed = sum(min(c, window) for c in contexts) if self.cost.swa_layers else 0
         return self.cost.decode(len(jobs), sum(contexts), windowed)
 
-    def _room_steps(self) -> int:
-        """Decode steps every running request surely has memory for (eviction included)."""
-        stats = self.cache.stats()
-        count = len(self.running)
-        room = min(c.pool_available + c.evictable for kind, c in stats.components.items()
-                   if kind != "mamba")
-        return (room - count * self.page) // count
-
     def _grow(self, jobs: list[Job], steps: int, done: list[Job]) -> list[Job]:
         """Extend each job by ``steps`` decode tokens, preempting the newest other running
         job while memory is short; return the jobs that grew."""
-        grown = []
+        plain = not self.ops.mamba
         for job in jobs:
-            while job in self.running and not self.ops.grow(job, steps):
-                victims = [other for other in self.running if other is not job]
-                if not victims:
+            if plain and job.fed + steps <= job.extended:
+                continue  # its memory is reserved already
+            while job.lease is not None and not self.ops.grow(job, steps):
+                victim = next((other for other in reversed(self.running) if other is not job),
+                              None)
+                if victim is None:
                     self.running.remove(job)
                     self.ops.abort(job)
                     self._reject(job, done)
                     break
-                self._preempt(victims[-1])
-            if job in self.running:
-                grown.append(job)
-        return grown
+                self._preempt(victim)
+        return [job for job in jobs if job.lease is not None]
 
     def _preempt(self, job: Job) -> None:
         self.running.remove(job)
+        self._unprefilled -= job.prompt_len - job.computed
         self.ops.abort(job)
         job.record.preemptions += 1
         self.preemptions += 1
         self.waiting.appendleft(job)
 
-    def _complete(self, done: list[Job]) -> None:
-        for job in [job for job in self.running if not job.prefilling]:
-            if job.remaining_decode == 0:
+    def _complete(self, candidates: list[Job], done: list[Job]) -> None:
+        """Finish the ``candidates`` that sampled their last token."""
+        for job in candidates:
+            if job.lease is not None and job.remaining_decode == 0:
                 self.running.remove(job)
                 finished = self.ops.finish(job)
                 if finished is not None:

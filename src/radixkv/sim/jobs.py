@@ -24,8 +24,8 @@ class Job:
     never; ``extended`` of them have memory, see :meth:`JobOps.grow`). ``keys``: the prompt's page keys in its namespace. ``seen`` and ``seen_any``:
     what earlier requests had of this prompt (this namespace / any), set on arrival."""
 
-    __slots__ = ("computed", "extended", "fed", "hints", "keys", "lease", "record", "request", "salt",
-                 "seen", "seen_any")
+    __slots__ = ("computed", "extended", "fed", "hints", "keys", "lease", "output_len",
+                 "prompt_len", "record", "request", "salt", "seen", "seen_any")
 
     def __init__(self, request: SimRequest, record: RequestRecord, keys: list[int],
                  salt: int) -> None:
@@ -33,24 +33,21 @@ class Job:
         self.lease: Lease | None = None
         self.computed = self.fed = self.extended = self.seen = self.seen_any = 0
         self.hints: tuple[int, ...] = ()
-
-    @property
-    def prompt_len(self) -> int:
-        return len(self.request.prompt)
+        self.prompt_len, self.output_len = len(request.prompt), len(request.output)
 
     @property
     def prefilling(self) -> bool:
-        return self.computed < len(self.request.prompt)
+        return self.computed < self.prompt_len
 
     @property
     def remaining_decode(self) -> int:
         """Decode steps left (each feeds one answer token and samples the next)."""
-        return len(self.request.output) - 1 - self.fed
+        return self.output_len - 1 - self.fed
 
     @property
     def context(self) -> int:
         """Tokens whose KV the next decode step reads (the fed token included)."""
-        return len(self.request.prompt) + self.fed + 1
+        return self.prompt_len + self.fed + 1
 
 
 class JobOps:
