@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from .. import CacheConfig, PrefixCache
 from ..errors import OutOfSlotsError
+from .batch import DecodeBatch
 from .costs import CostModel
 from .jobs import Job, JobOps
 from .keys import PrefixIndex
@@ -63,7 +64,9 @@ class SimEngine:
         self.page = cache_config.page_size
         self.now = 0.0
         self.waiting: deque[Job] = deque()
-        self.running: list[Job] = []
+        self.running: dict[Job, None] = {}  # admission order
+        self.prefilling: list[Job] = []
+        self.batch = DecodeBatch()
         self.held_once = PrefixIndex(self.page)  # pages this cache took at least once
         self.computed_once = PrefixIndex(self.page)  # pages this engine computed
         self.resident = ResidentIndex(self.page) if config.events else None
@@ -120,7 +123,8 @@ class SimEngine:
                 continue
             self.waiting.popleft()
             self._record_admission(job, lease.cached_length)
-            self.running.append(job)
+            self.running[job] = None
+            self.prefilling.append(job)
             budget -= job.prompt_len - job.computed
             self._unprefilled += job.prompt_len - job.computed
 
@@ -144,93 +148,113 @@ class SimEngine:
     # ------------------------------------------------------------------ steps
 
     def _mixed_step(self, done: list[Job]) -> None:
-        prefilling = [job for job in self.running if job.computed < job.prompt_len]
-        decoding = self._grow([job for job in self.running if job.computed >= job.prompt_len],
-                              1, done)
-        budget = self.config.max_batch_tokens - len(decoding)
+        decoding = self._grow(1, done)
+        budget = self.config.max_batch_tokens - decoding
         chunks: list[tuple[Job, int]] = []
-        for job in prefilling:
-            if job.lease is not None and budget > 0:
-                tokens, past = min(job.prompt_len - job.computed, budget), job.computed
-                self._unprefilled -= tokens
-                chunks.append((job, past))
-                held = self.ops.prefill(job, tokens)
-                self.held_once.add(job.keys[past // self.page : held // self.page])
-                self.computed_once.add(job.keys[past // self.page : job.computed // self.page])
-                budget -= tokens
+        for job in self.prefilling:
+            if budget <= 0:
+                break
+            tokens, past = min(job.prompt_len - job.computed, budget), job.computed
+            self._unprefilled -= tokens
+            chunks.append((job, past))
+            held = self.ops.prefill(job, tokens)
+            self.held_once.add(job.keys[past // self.page : held // self.page])
+            self.computed_once.add(job.keys[past // self.page : job.computed // self.page])
+            budget -= tokens
         cost = self.cost
-        batch = len(decoding) + sum(job.computed - past for job, past in chunks)
+        batch = decoding + sum(job.computed - past for job, past in chunks)
         elapsed = cost.matmuls(batch) + sum(
             cost.prefill(job.computed - past, past) for job, past in chunks)
-        elapsed += self._decode_time(decoding)
-        self.now += elapsed
-        for job in decoding:
-            job.fed += 1
-        ready = [job for job, _ in chunks if job.computed == job.prompt_len]
-        for job in ready:
-            if job.record.first_token is None:
-                job.record.first_token = self.now
-        self._complete(decoding + ready, done)
+        self.now += elapsed + self._decode_time()
+        finished = self.batch.advance(1) if decoding else []
+        self.prefilling = [job for job in self.prefilling if job.computed < job.prompt_len]
+        for job, _ in chunks:
+            if job.computed == job.prompt_len:
+                self._start_decoding(job, finished)
+        self._complete(finished, done)
+
+    def _start_decoding(self, job: Job, finished: list[Job]) -> None:
+        """The step that ended computed the prompt: the first token is out."""
+        if job.record.first_token is None:
+            job.record.first_token = self.now
+        if job.output_len == 1:
+            finished.append(job)
+        else:
+            self.batch.add(job)
 
     def _decode_jump(self, horizon: float, done: list[Job]) -> None:
-        steps = min(job.remaining_decode for job in self.running)
-        steps = min(steps, max(1, self.config.decode_reserve))
-        per_step = self.cost.matmuls(len(self.running)) + self._decode_time(self.running)
+        batch = self.batch
+        steps = min(batch.steps_to_next_finish(), max(1, self.config.decode_reserve))
+        per_step = self.cost.matmuls(len(batch)) + self._decode_time()
         if self.now < horizon < math.inf:
             steps = min(steps, max(1, int((horizon - self.now) / per_step)))
-        decoding = self._grow(list(self.running), steps, done)
-        if decoding:
-            growth = len(decoding) * steps * (steps - 1) / 2 * self.cost.full_layers
-            self.now += steps * (self.cost.matmuls(len(decoding)) + self._decode_time(
-                decoding)) + growth * self.cost.kv_read
-        for job in decoding:
-            job.fed += steps
-        self._complete(decoding, done)
+        count = self._grow(steps, done)
+        if count:
+            growth = count * steps * (steps - 1) / 2 * self.cost.full_layers
+            self.now += steps * (self.cost.matmuls(count) + self._decode_time()) + (
+                growth * self.cost.kv_read)
+        self._complete(batch.advance(steps) if count else [], done)
 
-    def _decode_time(self, jobs: list[Job]) -> float:
-        window = self.cost.window
-        contexts = [job.context for job in jobs]
-        windowed = sum(min(c, window) for c in contexts) if self.cost.swa_layers else 0
-        return self.cost.decode(len(jobs), sum(contexts), windowed)
+    def _decode_time(self) -> float:
+        """Attention/state time of one decode step of the whole batch."""
+        batch = self.batch
+        windowed = 0
+        if self.cost.swa_layers:
+            window = self.cost.window
+            clock = batch.clock
+            windowed = sum(min(j.prompt_len + 1 + clock - j.base, window) for j in batch.members)
+        return self.cost.decode(len(batch), batch.context_sum(), windowed)
 
-    def _grow(self, jobs: list[Job], steps: int, done: list[Job]) -> list[Job]:
-        """Extend each job by ``steps`` decode tokens, preempting the newest other running
-        job while memory is short; return the jobs that grew."""
-        plain = not self.ops.mamba
-        for job in jobs:
-            if plain and job.fed + steps <= job.extended:
-                continue  # its memory is reserved already
-            while job.lease is not None and not self.ops.grow(job, steps):
+    def _grow(self, steps: int, done: list[Job]) -> int:
+        """Give every decoding job memory for ``steps`` more tokens, preempting the newest
+        other running job while memory is short; return how many decode."""
+        batch = self.batch
+        hybrid = self.ops.mamba or self.ops.swa
+        for job in list(batch.members) if hybrid else batch.due(steps):
+            if job not in batch.members:
+                continue  # preempted for an earlier one
+            batch.sync(job)
+            while not self.ops.grow(job, steps):
                 victim = next((other for other in reversed(self.running) if other is not job),
                               None)
                 if victim is None:
-                    self.running.remove(job)
+                    self._drop(job)
                     self.ops.abort(job)
                     self._reject(job, done)
                     break
                 self._preempt(victim)
-        return [job for job in jobs if job.lease is not None]
+            else:
+                if not hybrid:
+                    batch.schedule_extension(job)
+        return len(batch)
+
+    def _drop(self, job: Job) -> None:
+        """Take ``job`` out of the running set (and the batch or the prefill list)."""
+        del self.running[job]
+        if job in self.batch.members:
+            self.batch.remove(job)
+        else:
+            self._unprefilled -= job.prompt_len - job.computed
+            self.prefilling.remove(job)
 
     def _preempt(self, job: Job) -> None:
-        self.running.remove(job)
-        self._unprefilled -= job.prompt_len - job.computed
+        self._drop(job)
         self.ops.abort(job)
         job.record.preemptions += 1
         self.preemptions += 1
         self.waiting.appendleft(job)
 
-    def _complete(self, candidates: list[Job], done: list[Job]) -> None:
-        """Finish the ``candidates`` that sampled their last token."""
-        for job in candidates:
-            if job.lease is not None and job.remaining_decode == 0:
-                self.running.remove(job)
-                finished = self.ops.finish(job)
-                if finished is not None:
-                    keys, held = finished
-                    self.computed_once.add(keys)
-                    self.held_once.add(keys[: held // self.page])
-                job.record.finished = self.now
-                done.append(job)
+    def _complete(self, finished: list[Job], done: list[Job]) -> None:
+        """Finish the jobs that sampled their last token."""
+        for job in finished:
+            del self.running[job]
+            cached = self.ops.finish(job)
+            if cached is not None:
+                keys, held = cached
+                self.computed_once.add(keys)
+                self.held_once.add(keys[: held // self.page])
+            job.record.finished = self.now
+            done.append(job)
 
     # ------------------------------------------------------------------ observation
 

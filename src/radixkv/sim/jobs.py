@@ -24,7 +24,8 @@ class Job:
     never; ``extended`` of them have memory, see :meth:`JobOps.grow`). ``keys``: the prompt's page keys in its namespace. ``seen`` and ``seen_any``:
     what earlier requests had of this prompt (this namespace / any), set on arrival."""
 
-    __slots__ = ("computed", "extended", "fed", "hints", "keys", "lease", "output_len",
+    __slots__ = ("base", "computed", "extended", "fed", "generation", "hints", "keys",
+                 "lease", "output_len",
                  "prompt_len", "record", "request", "salt", "seen", "seen_any")
 
     def __init__(self, request: SimRequest, record: RequestRecord, keys: list[int],
@@ -32,6 +33,7 @@ class Job:
         self.request, self.record, self.keys, self.salt = request, record, keys, salt
         self.lease: Lease | None = None
         self.computed = self.fed = self.extended = self.seen = self.seen_any = 0
+        self.base = self.generation = 0  # see DecodeBatch
         self.hints: tuple[int, ...] = ()
         self.prompt_len, self.output_len = len(request.prompt), len(request.output)
 
