@@ -17,6 +17,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from .engine import EngineConfig, SimEngine
 from .jobs import Job
 from .keys import PrefixIndex, namespace_salt, page_keys
@@ -105,8 +107,8 @@ class _Run:
         self.engines, self.router, self.progress = engines, router, progress
         self.cache = engines[0].cache
         self.page = engines[0].page
-        self.records = [RequestRecord(r.rid, r.arrival, len(r.prompt), len(r.output))
-                        for r in requests]
+        self.records = [RequestRecord(r.rid, r.arrival, len(r.prompt), len(r.output),
+                                      turn=_turn(r)) for r in requests]
         self._record = {r.rid: record for r, record in zip(requests, self.records)}
         self.children: dict[int, list[SimRequest]] = defaultdict(list)
         self.arrivals: list[tuple[float, int, SimRequest]] = []
@@ -136,8 +138,8 @@ class _Run:
         record = self._record[request.rid]
         record.arrival = now
         salt = namespace_salt(self.cache.namespace_of(request.namespace))
-        keys: list[int] = page_keys(request.prompt, self.page, salt).tolist()
-        job = Job(request, record, keys, salt)
+        job = Job(request, record, _sequence_keys(request, self.page, salt), self.page, salt)
+        keys = job.keys
         job.seen = self.seen.longest(keys)
         self.seen.add(keys)
         job.seen_any = job.seen
@@ -153,3 +155,18 @@ class _Run:
         self.done += 1
         if self.progress is not None:
             self.progress(self.done, len(self.records))
+
+
+def _sequence_keys(request: SimRequest, page: int, salt: int) -> list[int]:
+    """Page keys of everything the request may cache: its prompt and, when its answer is
+    cached, the fed part of the answer (all but the last token); one pass for both."""
+    tokens = request.prompt
+    if request.cache_output and len(request.output) > 1:
+        tokens = np.concatenate((tokens, request.output[:-1]))
+    keys: list[int] = page_keys(tokens, page, salt).tolist()
+    return keys
+
+
+def _turn(request: SimRequest) -> int | None:
+    turn = request.tags.get("turn")
+    return turn if isinstance(turn, int) else None

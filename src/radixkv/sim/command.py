@@ -77,14 +77,16 @@ def _setup_options(parser: argparse.ArgumentParser, default_capacity: list[str],
                        default=[16] if sweep else 16, metavar="N")
     cache.add_argument("--policy", nargs=many, default=["lru"] if sweep else "lru",
                        help="eviction policy")
-    cache.add_argument("--components", choices=COMBOS, default="full")
+    cache.add_argument("--components", choices=COMBOS, nargs="+", default=["full"],
+                       help="component sets (several: one run each, compared)")
     cache.add_argument("--window", type=_positive, default=4096, help="SWA window")
     cache.add_argument("--track-interval", type=_positive, default=512,
                        help="MAMBA checkpoint interval (rounded up to pages)")
     cache.add_argument("--mamba-states", type=_positive, default=4096)
-    cache.add_argument("--no-hints", action="store_true",
-                       help="MAMBA: save states every track interval only, not at the "
-                       "branch points and prompt ends the cache hints")
+    cache.add_argument("--hints", choices=("on", "off", "both"), default="on",
+                       help="MAMBA: save states where the cache hints (branch points, prompt "
+                       "ends) and every track interval (on), every track interval only "
+                       "(off), or run both")
     engine = parser.add_argument_group("engine")
     engine.add_argument("--preset", default="8b-h100", help="cost model preset")
     engine.add_argument("--max-batch-tokens", type=_positive, default=8192)
@@ -98,6 +100,18 @@ def _setup_options(parser: argparse.ArgumentParser, default_capacity: list[str],
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     out.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar on stderr (none: only on a terminal)")
+
+
+def add_speed(parser: argparse.ArgumentParser) -> None:
+    """The options of ``radixkv bench sim`` (run by :mod:`radixkv.sim.speed`)."""
+    parser.add_argument("--sessions", type=int, default=1000, help="chats")
+    parser.add_argument("--turns", type=int, default=5, help="turns per chat")
+    parser.add_argument("--user-len", type=int, default=128, help="tokens per message")
+    parser.add_argument("--output-len", type=int, default=128, help="tokens per answer")
+    parser.add_argument("--capacity", default="1M", help="FULL KV capacity (tokens)")
+    parser.add_argument("--page-size", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", default=None, metavar="PATH", help="write the result")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,11 +9,8 @@ prefill chunk, ``slide_window`` and ``extend`` while decoding, ``finish`` at the
 
 from __future__ import annotations
 
-import numpy as np
-
 from .. import Lease, PrefixCache
 from ..errors import OutOfSlotsError
-from .keys import page_keys
 from .records import RequestRecord
 from .requests import SimRequest
 
@@ -25,12 +22,14 @@ class Job:
     what earlier requests had of this prompt (this namespace / any), set on arrival."""
 
     __slots__ = ("base", "computed", "extended", "fed", "generation", "hints", "keys",
-                 "lease", "output_len",
-                 "prompt_len", "record", "request", "salt", "seen", "seen_any")
+                 "lease", "output_len", "prompt_len", "record", "request", "salt", "seen",
+                 "seen_any", "sequence_keys")
 
-    def __init__(self, request: SimRequest, record: RequestRecord, keys: list[int],
-                 salt: int) -> None:
-        self.request, self.record, self.keys, self.salt = request, record, keys, salt
+    def __init__(self, request: SimRequest, record: RequestRecord, sequence_keys: list[int],
+                 page: int, salt: int) -> None:
+        self.request, self.record, self.salt = request, record, salt
+        self.sequence_keys = sequence_keys
+        self.keys = sequence_keys[: len(request.prompt) // page]
         self.lease: Lease | None = None
         self.computed = self.fed = self.extended = self.seen = self.seen_any = 0
         self.base = self.generation = 0  # see DecodeBatch
@@ -132,10 +131,7 @@ class JobOps:
         if not request.cache_output:
             self.cache.abort(lease)  # the prompt is committed already; the answer is not kept
             return None
-        held = self.cache.finish(lease)
-        sequence = np.concatenate((request.prompt, request.output[: job.fed]))
-        keys: list[int] = page_keys(sequence, self.page, job.salt).tolist()
-        return keys, held
+        return job.sequence_keys, self.cache.finish(lease)
 
     def abort(self, job: Job) -> None:
         if job.lease is not None:

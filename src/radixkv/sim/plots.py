@@ -129,7 +129,8 @@ def comparison(reports: list[Report], path: Path, title: str) -> Path:
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.5 * len(reports) + 2.5))
     labels = [r["label"] for r in reports]
-    left.barh(labels, [100 * r["token_hit_rate"] for r in reports], color="tab:blue")
+    bars = left.barh(labels, [100 * r["token_hit_rate"] for r in reports], color="tab:blue")
+    left.bar_label(bars, fmt="%.1f%%", fontsize=8, padding=2)
     left.set_xlabel("token hit rate (%)")
     left.set_xlim(0, 100)
     left.invert_yaxis()

@@ -27,7 +27,8 @@ REASONS = ("hit", "evicted_full", "swa_mamba_missing", "never_cached", "not_cach
 @dataclass(slots=True)
 class RequestRecord:
     """Times are simulated seconds; ``None`` for what did not happen. ``hit``: prompt
-    tokens reused at the (last) admission. ``rejected``: could never fit in memory."""
+    tokens reused at the (last) admission. ``rejected``: could never fit in memory.
+    ``turn``: the request's turn in its chat or agent loop (workloads that have turns)."""
 
     rid: int
     arrival: float
@@ -41,6 +42,7 @@ class RequestRecord:
     preemptions: int = 0
     rejected: bool = False
     losses: dict[str, int] = field(default_factory=dict)
+    turn: int | None = None
 
     @property
     def ttft(self) -> float | None:

@@ -41,6 +41,7 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
         "prefill_tokens_saved": hits,
         "losses": losses,
         "hit_length_histogram": _histogram([r.hit for r in served]),
+        "hit_rate_by_turn": _by_turn(served),
         "ttft_s": _percentiles([r.ttft for r in served]),
         "latency_s": _percentiles([r.latency for r in served]),
         "simulated_seconds": result.sim_seconds,
@@ -111,6 +112,17 @@ def _percentiles(values: list[float | None]) -> dict[str, float | None]:
         return {f"p{p}": None for p in PERCENTILES} | {"mean": None}
     found = {f"p{p}": float(np.percentile(present, p)) for p in PERCENTILES}
     return found | {"mean": float(present.mean())}
+
+
+def _by_turn(records: list[RequestRecord]) -> dict[str, float]:
+    """Token hit rate of each turn (chats and agent loops; empty otherwise)."""
+    turns: dict[int, list[int]] = {}
+    for record in records:
+        if record.turn is not None:
+            sums = turns.setdefault(record.turn, [0, 0])
+            sums[0] += record.hit
+            sums[1] += record.prompt_len
+    return {str(turn): _ratio(hit, total) for turn, (hit, total) in sorted(turns.items())}
 
 
 def _histogram(hits: list[int]) -> dict[str, int]:

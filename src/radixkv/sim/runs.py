@@ -30,23 +30,52 @@ def load_requests(args: argparse.Namespace) -> tuple[list[SimRequest], str]:
 
 
 def shapes(args: argparse.Namespace) -> list[Shape]:
-    """Every setup asked for, capacity aside (sweeps: the cross product)."""
-    base = Shape(components=tuple(args.components.split("+")), window=args.window,
-                 track_interval=args.track_interval, mamba_states=args.mamba_states,
-                 preset=args.preset, hints=not args.no_hints,
+    """Every setup asked for, capacity aside (the cross product of what has several
+    values)."""
+    base = Shape(window=args.window, track_interval=args.track_interval,
+                 mamba_states=args.mamba_states, preset=args.preset,
                  max_batch_tokens=args.max_batch_tokens, max_running=args.max_running,
                  engines=args.engines)
     listed = lambda value: value if isinstance(value, list) else [value]  # noqa: E731
-    return [base.with_(policy=policy, page_size=page, router=router)
-            for policy in dict.fromkeys(listed(args.policy))
-            for page in dict.fromkeys(listed(args.page_size))
-            for router in dict.fromkeys(listed(args.router))]
+    out = []
+    for combo in dict.fromkeys(args.components):
+        components = tuple(combo.split("+"))
+        modes = {"on": [True], "off": [False], "both": [True, False]}[args.hints]
+        for hints in modes if "mamba" in components else [True]:
+            out += [base.with_(components=components, hints=hints, policy=policy,
+                               page_size=page, router=router)
+                    for policy in dict.fromkeys(listed(args.policy))
+                    for page in dict.fromkeys(listed(args.page_size))
+                    for router in dict.fromkeys(listed(args.router))]
+    return out
+
+
+def label(shape: Shape, capacity: int | None, varying: set[str]) -> str:
+    """Components and capacity, plus whatever else differs between the runs."""
+    parts = ["+".join(shape.components)]
+    if "mamba" in shape.components and not shape.hints:
+        parts.append("no hints")
+    if "policy" in varying:
+        parts.append(shape.policy)
+    if "page_size" in varying:
+        parts.append(f"p{shape.page_size}")
+    if "router" in varying and shape.engines > 1:
+        parts.append(shape.router)
+    parts.append("inf" if capacity is None else _short(capacity))
+    return " ".join(parts)
+
+
+def _varying(plan: list[Shape]) -> set[str]:
+    return {name for name in ("policy", "page_size", "router")
+            if len({getattr(shape, name) for shape in plan}) > 1}
 
 
 def execute(args: argparse.Namespace) -> int:
     requests, name = load_requests(args)
     capacities = [parse_capacity(text) for text in args.capacity]
-    plan = [(shape, capacity) for shape in shapes(args) for capacity in capacities]
+    setups = shapes(args)
+    varying = _varying(setups)
+    plan = [(shape, capacity) for shape in setups for capacity in capacities]
     bar = ProgressBar(args.progress)
     reports, ttfts, rows = [], [], {}
     print(f"{name}: {len(requests)} requests, "
@@ -55,24 +84,16 @@ def execute(args: argparse.Namespace) -> int:
         bar.prefix = f"run {number}/{len(plan)}"
         result = simulate(requests, shape.config(capacity, requests), bar.update)
         bar.close()
-        label = _label(shape, capacity, len(plan) > len(capacities))
-        report = summarize(result, label)
+        name_of_run = label(shape, capacity, varying)
+        report = summarize(result, name_of_run)
         reports.append(report)
-        ttfts.append((label, ttft_values(result)))
-        rows[label] = records_table(result.records)
+        ttfts.append((name_of_run, ttft_values(result)))
+        rows[name_of_run] = records_table(result.records)
         print(render(report), flush=True)
     if len(reports) > 1:
         print(render_table(reports))
     _write(args.out, name, reports, rows, ttfts, plots=not args.no_plots)
     return 0
-
-
-def _label(shape: Shape, capacity: int | None, detailed: bool) -> str:
-    size = "inf" if capacity is None else _short(capacity)
-    if not detailed:
-        return f"{'+'.join(shape.components)} {size}"
-    text = f"{shape.policy} p{shape.page_size} {size}"
-    return text + (f" {shape.router}" if shape.engines > 1 else "")
 
 
 def _short(count: int) -> str:
@@ -96,4 +117,7 @@ def _write(out: Path, name: str, reports: list[dict[str, Any]],
         written.append(draw.losses(reports, out / "losses.png"))
         if len({r["config"]["capacity"] for r in reports}) > 1:
             written.append(draw.hit_rate_vs_capacity(reports, out / "hit_rate.png", name))
+        if len({tuple(r["config"]["components"]) for r in reports}) > 1:
+            written.append(draw.comparison(reports, out / "comparison.png",
+                                           f"{name}: layer mixes"))
     print("wrote " + ", ".join(str(path) for path in written))

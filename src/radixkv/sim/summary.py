@@ -28,6 +28,10 @@ def render(report: dict[str, Any]) -> str:
              f"requests with a hit {_pct(report['request_hit_rate'])}",
              f"prefill tokens computed {report['prefill_tokens_computed']:,}  "
              f"saved {report['prefill_tokens_saved']:,}"]
+    turns = report.get("hit_rate_by_turn") or {}
+    if turns:
+        lines.append("hit rate by turn: " + "  ".join(
+            f"{turn}: {_pct(rate).strip()}" for turn, rate in list(turns.items())[:12]))
     ttft, latency = report["ttft_s"], report["latency_s"]
     lines.append("latency (ms)        p50      p90      p99")
     for name, values in (("  TTFT", ttft), ("  end-to-end", latency)):
