@@ -108,7 +108,7 @@ def memory_over_time(reports: list[Report], path: Path) -> Path:
 def losses(reports: list[Report], path: Path) -> Path:
     """Stacked bars: each run's prompt tokens by outcome (hit, and why the rest missed)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(reports) + 2))
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(reports) + 2.6))
     labels = [r["label"] for r in reports]
     left = [0.0] * len(reports)
     for name in REASONS:
@@ -120,7 +120,7 @@ def losses(reports: list[Report], path: Path) -> Path:
     ax.set_xlim(0, 100)
     ax.invert_yaxis()
     ax.set_title("where prompt tokens came from, and why hits were lost")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4)
     return _save(fig, path)
 
 
