@@ -66,3 +66,37 @@ def test_sim_sweep_crosses_policies_and_page_sizes(
 def test_bad_workload_parameters_fail_cleanly(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "run", "--param", "nonsense=1", "--no-plots"]) == 1
     assert "no parameter" in capsys.readouterr().err
+
+
+def test_sim_without_a_command_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim"]) == 2
+    assert "choose a command" in capsys.readouterr().err
+
+
+def test_help_lists_the_sim_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert "sim" in capsys.readouterr().out
+
+
+def test_bench_sim_reports_requests_per_second(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "speed.json"
+    code = main(["bench", "sim", "--sessions", "20", "--turns", "2", "--rounds", "2",
+                 "--capacity", "100K", "--json", str(out)])
+    assert code == 0
+    assert "requests/s of wall time" in capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert result["requests"] == 40 and len(result["rounds"]) == 2
+    assert result["median_requests_per_s"] > 0
+
+
+def test_a_hybrid_comparison_draws_the_comparison_plot(tmp_path: Path) -> None:
+    code = main(["sim", "run", "--workload", "system", "--param", "groups=2", "prompts=4",
+                 "system_len=600", "--capacity", "100K", "--components", "full", "full+mamba",
+                 "--hints", "both", "--out", str(tmp_path)])
+    assert code == 0
+    runs = json.loads((tmp_path / "report.json").read_text())["runs"]
+    assert [r["label"] for r in runs] == [
+        "full 100K", "full+mamba 100K", "full+mamba no hints 100K"]
+    assert runs[1]["token_hit_rate"] > runs[2]["token_hit_rate"]
+    assert (tmp_path / "comparison.png").stat().st_size > 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -40,7 +42,7 @@ def test_system_prompt_groups_share_exactly_their_system_prompt() -> None:
     by_group = {g: [r.prompt for r in requests if r.tags["group"] == g] for g in (0, 1)}
     assert np.array_equal(by_group[0][0][:32], by_group[0][1][:32])
     assert not np.array_equal(by_group[0][0][:32], by_group[1][0][:32])
-    assert all(r.arrival <= s.arrival for r, s in zip(requests, requests[1:]))
+    assert all(r.arrival <= s.arrival for r, s in itertools.pairwise(requests))
 
 
 def test_fewshot_prompts_branch_at_example_boundaries() -> None:

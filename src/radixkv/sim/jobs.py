@@ -18,8 +18,11 @@ from .requests import SimRequest
 class Job:
     """``computed``: prompt tokens whose KV exists; ``fed``: answer tokens fed back (the
     first answer token comes out of the prefill; ``output_len - 1`` are fed, the last is
-    never; ``extended`` of them have memory, see :meth:`JobOps.grow`). ``keys``: the prompt's page keys in its namespace. ``seen`` and ``seen_any``:
-    what earlier requests had of this prompt (this namespace / any), set on arrival."""
+    never; ``extended`` of them have memory, see :meth:`JobOps.grow`). ``sequence_keys``:
+    the page keys, in its namespace, of all it may cache (the prompt and the fed answer);
+    ``keys``: those of the prompt. ``seen`` and ``seen_any``: what earlier requests had of
+    this prompt (this namespace / any), set on arrival. ``base`` and ``generation``: see
+    :class:`~radixkv.sim.batch.DecodeBatch`."""
 
     __slots__ = ("base", "computed", "extended", "fed", "generation", "hints", "keys",
                  "lease", "output_len", "prompt_len", "record", "request", "salt", "seen",
@@ -32,7 +35,7 @@ class Job:
         self.keys = sequence_keys[: len(request.prompt) // page]
         self.lease: Lease | None = None
         self.computed = self.fed = self.extended = self.seen = self.seen_any = 0
-        self.base = self.generation = 0  # see DecodeBatch
+        self.base = self.generation = 0
         self.hints: tuple[int, ...] = ()
         self.prompt_len, self.output_len = len(request.prompt), len(request.output)
 

@@ -27,7 +27,8 @@ def mix64(values: np.ndarray) -> np.ndarray:
     z = values.astype(np.uint64) + _GOLDEN
     z = (z ^ (z >> _S30)) * _M1
     z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
+    mixed: np.ndarray = z ^ (z >> _S31)
+    return mixed
 
 
 class _Weights:
@@ -69,7 +70,8 @@ def page_keys(tokens: np.ndarray, page: int, salt: int = 0) -> np.ndarray:
     if whole == 0:
         return np.zeros(0, dtype=np.uint64)
     sums = prefix_sums(tokens[:whole])[page - 1 :: page]
-    return sums ^ np.uint64(salt)
+    keys: np.ndarray = sums ^ np.uint64(salt)
+    return keys
 
 
 class PrefixIndex:

@@ -3,6 +3,7 @@ latency percentiles, memory over time, evictions, and the gap to an unbounded ca
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -108,10 +109,11 @@ def _ratio(part: float, whole: float) -> float:
 
 def _percentiles(values: list[float | None]) -> dict[str, float | None]:
     present = np.array([v for v in values if v is not None], dtype=np.float64)
-    if present.size == 0:
-        return {f"p{p}": None for p in PERCENTILES} | {"mean": None}
-    found = {f"p{p}": float(np.percentile(present, p)) for p in PERCENTILES}
-    return found | {"mean": float(present.mean())}
+    found: dict[str, float | None] = dict.fromkeys([f"p{p}" for p in PERCENTILES] + ["mean"])
+    if present.size:
+        found.update({f"p{p}": float(np.percentile(present, p)) for p in PERCENTILES})
+        found["mean"] = float(present.mean())
+    return found
 
 
 def _by_turn(records: list[RequestRecord]) -> dict[str, float]:
@@ -126,13 +128,12 @@ def _by_turn(records: list[RequestRecord]) -> dict[str, float]:
 
 
 def _histogram(hits: list[int]) -> dict[str, int]:
-    edges = [*HIT_BINS, None]
-    counts: dict[str, int] = {}
-    for low, high in zip(edges, edges[1:]):
-        name = "0" if low == 0 else f"{low}+" if high is None else f"{low}-{high - 1}"
-        counts[name] = sum(1 for h in hits if (h == 0 if low == 0 else
-                                               low <= h and (high is None or h < high)))
-    return counts
+    """Requests per hit length: none, then the ranges between :data:`HIT_BINS`."""
+    names = ["0", *(f"{low}-{high - 1}" for low, high in pairwise(HIT_BINS[1:])),
+             f"{HIT_BINS[-1]}+"]
+    index = np.searchsorted(HIT_BINS[1:], np.asarray(hits, dtype=np.int64), side="right")
+    counts = np.bincount(index, minlength=len(names))
+    return {name: int(count) for name, count in zip(names, counts)}
 
 
 def records_table(records: list[RequestRecord]) -> list[dict[str, Any]]:

@@ -49,7 +49,8 @@ def block_tokens(block_ids: np.ndarray, block: int, length: int, salt: int = 0) 
     ids = np.repeat(np.asarray(block_ids, dtype=np.uint64), block)
     offsets = np.tile(np.arange(block, dtype=np.uint64), len(block_ids))
     mixed = mix64((ids * np.uint64(block) + offsets) ^ np.uint64(salt))
-    return (mixed[:length] % np.uint64(VOCAB)).astype(np.uint32)
+    tokens: np.ndarray = (mixed[:length] % np.uint64(VOCAB)).astype(np.uint32)
+    return tokens
 
 
 def check_workload(requests: list[SimRequest]) -> None:

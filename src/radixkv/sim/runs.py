@@ -36,7 +36,6 @@ def shapes(args: argparse.Namespace) -> list[Shape]:
                  mamba_states=args.mamba_states, preset=args.preset,
                  max_batch_tokens=args.max_batch_tokens, max_running=args.max_running,
                  engines=args.engines)
-    listed = lambda value: value if isinstance(value, list) else [value]  # noqa: E731
     out = []
     for combo in dict.fromkeys(args.components):
         components = tuple(combo.split("+"))
@@ -44,10 +43,15 @@ def shapes(args: argparse.Namespace) -> list[Shape]:
         for hints in modes if "mamba" in components else [True]:
             out += [base.with_(components=components, hints=hints, policy=policy,
                                page_size=page, router=router)
-                    for policy in dict.fromkeys(listed(args.policy))
-                    for page in dict.fromkeys(listed(args.page_size))
-                    for router in dict.fromkeys(listed(args.router))]
+                    for policy in dict.fromkeys(_listed(args.policy))
+                    for page in dict.fromkeys(_listed(args.page_size))
+                    for router in dict.fromkeys(_listed(args.router))]
     return out
+
+
+def _listed(value: object) -> list[object]:
+    """A sweep option's values (a plain option's one value)."""
+    return value if isinstance(value, list) else [value]
 
 
 def label(shape: Shape, capacity: int | None, varying: set[str]) -> str:

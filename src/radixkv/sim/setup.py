@@ -57,7 +57,7 @@ class Shape:
         tokens = unbounded_capacity(requests) if capacity is None else capacity
         tokens = -(-tokens // self.page_size) * self.page_size
         cache = CacheConfig(capacity=tokens, page_size=self.page_size, policy=self.policy,
-                            components=self.components, **self._hybrid())
+                            components=self.components, **self._hybrid())  # type: ignore[arg-type]
         engine = EngineConfig(cache, self.cost(), max_batch_tokens=self.max_batch_tokens,
                               max_running=self.max_running, hints=self.hints,
                               events=len(self.components) > 1)

@@ -60,8 +60,10 @@ def _parse(record: dict[str, object], rid: int, config: TraceConfig,
     if "hash_ids" in record:
         length = int(record["input_length"])  # type: ignore[call-overload]
         ids = np.asarray(record["hash_ids"], dtype=np.int64)
-        if len(ids) * config.block < length or ids.size and ids.min() < 0:
+        if len(ids) * config.block < length:
             raise ValueError(f"{len(ids)} hash ids cannot cover {length} tokens")
+        if ids.size and ids.min() < 0:
+            raise ValueError("hash ids must be >= 0")
         output = max(1, int(record.get("output_length", 1)))  # type: ignore[call-overload]
         return SimRequest(rid, arrival, block_tokens(ids, config.block, length),
                           random_tokens(rng, output), cache_output=False)

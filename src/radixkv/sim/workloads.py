@@ -94,7 +94,7 @@ class _Builder:
         if jitter <= 0 or mean <= 1:
             return max(1, mean)
         low, high = mean * (1 - jitter), mean * (1 + jitter)
-        return max(1, int(round(self.rng.uniform(low, high))))
+        return max(1, round(self.rng.uniform(low, high)))
 
     def tokens(self, mean: int) -> np.ndarray:
         return random_tokens(self.rng, self.length(mean))
