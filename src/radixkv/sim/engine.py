@@ -68,12 +68,15 @@ class SimEngine:
         self.prefilling: list[Job] = []
         self.batch = DecodeBatch()
         self.held_once = PrefixIndex(self.page)  # pages this cache took at least once
-        self.computed_once = PrefixIndex(self.page)  # pages this engine computed
+        # pages this engine computed: the same as held_once unless MAMBA cuts inserts
+        mamba = "mamba" in cache_config.components
+        self.computed_once = PrefixIndex(self.page) if mamba else self.held_once
         self.resident = ResidentIndex(self.page) if config.events else None
         self.samples: list[tuple[float, ...]] = []
         self._next_sample = 0.0
         self.steps = self.preemptions = 0
         self._unprefilled = 0  # prompt tokens of running requests still to prefill
+        self._waiting_tokens = 0  # prompt tokens of waiting requests
 
     # ------------------------------------------------------------------ interface
 
@@ -83,7 +86,7 @@ class SimEngine:
 
     def pending_tokens(self) -> int:
         """Prompt tokens still to prefill here (waiting and running): the router's load."""
-        return sum(job.prompt_len for job in self.waiting) + self._unprefilled
+        return self._waiting_tokens + self._unprefilled
 
     def submit(self, job: Job, now: float) -> None:
         """Queue ``job``, arrived at ``now`` (an idle engine's clock moves up to it)."""
@@ -91,6 +94,7 @@ class SimEngine:
             self.now = now
         job.record.engine = self.index
         self.waiting.append(job)
+        self._waiting_tokens += job.prompt_len
 
     def step(self, horizon: float) -> list[Job]:
         """Admit, then run one step (or a jump of decode steps, ending by ``horizon`` when
@@ -119,9 +123,11 @@ class SimEngine:
                 if self.running:
                     return
                 self.waiting.popleft()
+                self._waiting_tokens -= job.prompt_len
                 self._reject(job, done)
                 continue
             self.waiting.popleft()
+            self._waiting_tokens -= job.prompt_len
             self._record_admission(job, lease.cached_length)
             self.running[job] = None
             self.prefilling.append(job)
@@ -158,8 +164,7 @@ class SimEngine:
             self._unprefilled -= tokens
             chunks.append((job, past))
             held = self.ops.prefill(job, tokens)
-            self.held_once.add(job.keys[past // self.page : held // self.page])
-            self.computed_once.add(job.keys[past // self.page : job.computed // self.page])
+            self._remember(job.keys, past, held, job.computed)
             budget -= tokens
         cost = self.cost
         batch = decoding + sum(job.computed - past for job, past in chunks)
@@ -243,6 +248,7 @@ class SimEngine:
         job.record.preemptions += 1
         self.preemptions += 1
         self.waiting.appendleft(job)
+        self._waiting_tokens += job.prompt_len
 
     def _complete(self, finished: list[Job], done: list[Job]) -> None:
         """Finish the jobs that sampled their last token."""
@@ -251,10 +257,16 @@ class SimEngine:
             cached = self.ops.finish(job)
             if cached is not None:
                 keys, held = cached
-                self.computed_once.add(keys)
-                self.held_once.add(keys[: held // self.page])
+                self._remember(keys, 0, held, len(keys) * self.page)
             job.record.finished = self.now
             done.append(job)
+
+    def _remember(self, keys: list[int], start: int, held: int, computed: int) -> None:
+        """Pages ``start .. computed`` were computed, ``start .. held`` kept by the cache."""
+        page = self.page
+        self.held_once.add(keys[start // page : held // page])
+        if self.computed_once is not self.held_once:
+            self.computed_once.add(keys[start // page : computed // page])
 
     # ------------------------------------------------------------------ observation
 

@@ -36,6 +36,7 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
         "token_hit_rate": _ratio(hits, prompt),
         "request_hit_rate": _ratio(sum(r.hit > 0 for r in served), len(served)),
         "hit_rate_by_tier": {"device": _ratio(hits, prompt), "host": None, "storage": None},
+        "hit_rate_by_component": _by_component(result, hits, losses, prompt),
         "ideal_hit_rate": _ratio(ideal, prompt),
         "gap_to_unbounded": _ratio(ideal - hits, prompt),
         "prefill_tokens_computed": prompt - hits,
@@ -114,6 +115,19 @@ def _percentiles(values: list[float | None]) -> dict[str, float | None]:
         found.update({f"p{p}": float(np.percentile(present, p)) for p in PERCENTILES})
         found["mean"] = float(present.mean())
     return found
+
+
+def _by_component(result: SimResult, hits: int, losses: dict[str, int],
+                  prompt: int) -> dict[str, float | None]:
+    """What each component alone would have served: FULL its resident prefixes (known from
+    the KV events; ``None`` without them), the lighter ones only what every component
+    accepts (the cache reports no more)."""
+    components = result.config.engine.cache.components
+    known = all(engine.resident is not None for engine in result.engines)
+    full = hits + losses["swa_mamba_missing"] if known or len(components) == 1 else None
+    rates: dict[str, float | None] = {"full": None if full is None else _ratio(full, prompt)}
+    rates.update({kind: _ratio(hits, prompt) for kind in components[1:]})
+    return rates
 
 
 def _by_turn(records: list[RequestRecord]) -> dict[str, float]:
