@@ -57,10 +57,16 @@ def namespace_salt(namespace: object) -> int:
 
 
 def prefix_sums(tokens: np.ndarray, start: int = 0) -> np.ndarray:
-    """Running sums (uint64) after each token of ``tokens`` placed at ``start ..``."""
+    """Running sums (uint64) after each token of ``tokens`` placed at ``start ..``.
+
+    A token enters as an invertible scramble of its value (odd multiply, xor-shift) times
+    its position's random weight: different prefixes of equal length differ in some term,
+    and a random weight makes their sums collide with probability about 2**-64."""
     weights = _WEIGHTS.first(start + len(tokens))[start:]
-    terms: np.ndarray = mix64(tokens) * weights
-    return np.cumsum(terms, dtype=np.uint64)
+    scrambled = tokens.astype(np.uint64) * _M1
+    scrambled ^= scrambled >> _S31
+    scrambled *= weights
+    return np.cumsum(scrambled, dtype=np.uint64)
 
 
 def page_keys(tokens: np.ndarray, page: int, salt: int = 0) -> np.ndarray:
