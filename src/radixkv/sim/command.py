@@ -9,19 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli import _at_least
+
 COMBOS = ("full", "full+swa", "full+mamba", "full+swa+mamba")
 ROUTERS = ("round-robin", "least-loaded", "kv-aware")
 WORKLOADS = ("system", "chat", "fewshot", "agent")
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
-_positive.__name__ = "int >= 1"
+_positive = _at_least(1)
 
 
 def add_sim(parser: argparse.ArgumentParser) -> None:
