@@ -12,7 +12,8 @@ steps.
 Decode-only stretches are not simulated step by step: while nothing is prefilling, the batch
 is the same from step to step until a request finishes, memory runs short or a request
 arrives, so the engine jumps over ``k`` such steps at once (the time is a closed-form sum;
-the cache sees one ``extend`` of ``k`` tokens per request). When the cache cannot grow a
+see :class:`DecodeBatch`); decode memory is taken ``decode_reserve`` tokens ahead, one
+``extend`` per request and stretch. When the cache cannot grow a
 request, the most recently admitted other request is preempted: aborted (its committed
 prompt pages stay cached) and put back at the head of the queue; a request that cannot run
 even alone is rejected.
@@ -155,17 +156,7 @@ class SimEngine:
 
     def _mixed_step(self, done: list[Job]) -> None:
         decoding = self._grow(1, done)
-        budget = self.config.max_batch_tokens - decoding
-        chunks: list[tuple[Job, int]] = []
-        for job in self.prefilling:
-            if budget <= 0:
-                break
-            tokens, past = min(job.prompt_len - job.computed, budget), job.computed
-            self._unprefilled -= tokens
-            chunks.append((job, past))
-            held = self.ops.prefill(job, tokens)
-            self._remember(job.keys, past, held, job.computed)
-            budget -= tokens
+        chunks = self._prefill(self.config.max_batch_tokens - decoding)
         cost = self.cost
         batch = decoding + sum(job.computed - past for job, past in chunks)
         elapsed = cost.matmuls(batch) + sum(
@@ -177,6 +168,21 @@ class SimEngine:
             if job.computed == job.prompt_len:
                 self._start_decoding(job, finished)
         self._complete(finished, done)
+
+    def _prefill(self, budget: int) -> list[tuple[Job, int]]:
+        """Prefill chunks within ``budget`` tokens, oldest request first; return each job
+        with the tokens it had computed before."""
+        chunks: list[tuple[Job, int]] = []
+        for job in self.prefilling:
+            if budget <= 0:
+                break
+            tokens, past = min(job.prompt_len - job.computed, budget), job.computed
+            self._unprefilled -= tokens
+            budget -= tokens
+            chunks.append((job, past))
+            held = self.ops.prefill(job, tokens)
+            self._remember(job.keys, past, held, job.computed)
+        return chunks
 
     def _start_decoding(self, job: Job, finished: list[Job]) -> None:
         """The step that ended computed the prompt: the first token is out."""
