@@ -52,3 +52,14 @@ def test_least_loaded_spreads_simultaneous_arrivals() -> None:
 def test_unknown_router_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown router"):
         SimConfig(None, 2, "random")  # type: ignore[arg-type]
+
+
+def test_a_turn_routed_away_from_its_history_counts_it_as_not_cached_yet() -> None:
+    first = request(0, 0.0, SHARED, output=9)
+    second = request(1, 0.0, np.concatenate((SHARED, first.output, tokens(900, 3))),
+                     parent=0, delay=5.0)
+    result = run([first, second], engines=2, router="round-robin")
+    assert [r.engine for r in result.records] == [0, 1]
+    # 32 prompt tokens and 8 fed answer tokens ran on engine 0: none is reusable on 1
+    assert result.records[1].losses["not_cached_yet"] == 40
+    assert result.records[1].losses["never_seen"] == 0

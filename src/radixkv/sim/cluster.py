@@ -15,7 +15,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -90,8 +90,6 @@ def simulate(requests: Sequence[SimRequest], config: SimConfig,
     started = time.perf_counter()
     engine_config = config.engine
     if config.router == "kv-aware" and config.engines > 1 and not engine_config.events:
-        from dataclasses import replace
-
         engine_config = replace(engine_config, events=True)
     engines = [SimEngine(engine_config, index) for index in range(config.engines)]
     run = _Run(requests, engines, _Router(config.router, engines), progress)
@@ -150,6 +148,8 @@ class _Run:
         self.router.pick(job).submit(job, now)
 
     def _finished(self, job: Job, now: float) -> None:
+        if job.request.cache_output and not job.record.rejected:
+            self.seen.add(job.sequence_keys)  # its answer, wherever it ran
         for child in self.children.pop(job.request.rid, ()):
             heapq.heappush(self.arrivals, (now + child.delay, child.rid, child))
         self.done += 1
