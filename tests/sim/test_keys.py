@@ -22,6 +22,11 @@ def test_different_tokens_or_positions_give_different_keys() -> None:
     assert len(set(keys + other)) == 4
 
 
+def test_every_token_moves_the_key_even_token_zero() -> None:
+    keys = page_keys(np.zeros(12, dtype=np.uint32), 4).tolist()
+    assert len(set(keys)) == 3
+
+
 def test_partial_pages_have_no_key() -> None:
     assert page_keys(tokens(0, 3), 4).size == 0
     assert page_keys(tokens(0, 7), 4).size == 1
