@@ -149,7 +149,7 @@ class _Run:
 
     def _finished(self, job: Job, now: float) -> None:
         if job.request.cache_output and not job.record.rejected:
-            self.seen.add(job.sequence_keys)  # its answer, wherever it ran
+            self.seen.add(job.sequence_keys[len(job.keys) :])  # its answer, wherever it ran
         for child in self.children.pop(job.request.rid, ()):
             heapq.heappush(self.arrivals, (now + child.delay, child.rid, child))
         self.done += 1

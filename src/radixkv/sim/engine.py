@@ -263,7 +263,9 @@ class SimEngine:
             cached = self.ops.finish(job)
             if cached is not None:
                 keys, held = cached
-                self._remember(keys, 0, held, len(keys) * self.page)
+                # the prompt's pages were remembered at prefill, unless MAMBA cut them off
+                start = 0 if self.ops.mamba else job.prompt_len - job.prompt_len % self.page
+                self._remember(keys, start, held, len(keys) * self.page)
             job.record.finished = self.now
             done.append(job)
 
