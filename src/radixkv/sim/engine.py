@@ -70,8 +70,7 @@ class SimEngine:
         self.batch = DecodeBatch()
         self.held_once = PrefixIndex(self.page)  # pages this cache took at least once
         # pages this engine computed: the same as held_once unless MAMBA cuts inserts
-        mamba = "mamba" in cache_config.components
-        self.computed_once = PrefixIndex(self.page) if mamba else self.held_once
+        self.computed_once = PrefixIndex(self.page) if self.ops.mamba else self.held_once
         self.resident = ResidentIndex(self.page) if config.events else None
         self.samples: list[tuple[float, ...]] = []
         self._next_sample = 0.0

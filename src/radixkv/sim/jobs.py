@@ -9,10 +9,15 @@ prefill chunk, ``slide_window`` and ``extend`` while decoding, ``finish`` at the
 
 from __future__ import annotations
 
-from .. import Lease, PrefixCache
+from .. import CacheConfig, Lease, PrefixCache
 from ..errors import OutOfSlotsError
 from .records import RequestRecord
 from .requests import SimRequest
+
+
+def component_names(config: CacheConfig) -> tuple[str, ...]:
+    """The names of a cache's components, in tree order (entries may be names or specs)."""
+    return tuple(c if isinstance(c, str) else str(c.name) for c in config.components)
 
 
 class Job:
@@ -61,7 +66,7 @@ class JobOps:
     def __init__(self, cache: PrefixCache, hints: bool, reserve: int) -> None:
         self.cache = cache
         self.page = cache.config.page_size
-        components = cache.config.components
+        components = component_names(cache.config)
         self.swa, self.mamba = "swa" in components, "mamba" in components
         self.interval = cache.config.mamba_track_interval or 0
         self.use_hints, self.reserve = hints, reserve

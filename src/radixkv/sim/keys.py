@@ -60,8 +60,9 @@ def prefix_sums(tokens: np.ndarray, start: int = 0) -> np.ndarray:
     """Running sums (uint64) after each token of ``tokens`` placed at ``start ..``.
 
     A token enters as an invertible scramble of its value (offset, odd multiply, xor-shift;
-    never 0, so every token moves the sum) times its position's random weight: different prefixes of equal length differ in some term,
-    and a random weight makes their sums collide with probability about 2**-64."""
+    never 0, so every token moves the sum) times its position's random weight: different
+    prefixes of equal length differ in some term, and a random weight makes their sums
+    collide with probability about 2**-64."""
     weights = _WEIGHTS.first(start + len(tokens))[start:]
     scrambled = (tokens.astype(np.uint64) + _GOLDEN) * _M1  # never 0, for any token
     scrambled ^= scrambled >> _S31

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .cluster import SimResult
+from .jobs import component_names
 from .records import REASONS, RequestRecord
 
 PERCENTILES = (50, 90, 99)
@@ -59,7 +60,7 @@ def ttft_values(result: SimResult) -> list[float]:
 
 def _label(result: SimResult) -> str:
     cache = result.config.engine.cache
-    return f"{'+'.join(cache.components)} {_tokens(cache.capacity)} {cache.policy}"
+    return f"{'+'.join(component_names(cache))} {_tokens(cache.capacity)} {cache.policy}"
 
 
 def _tokens(count: int) -> str:
@@ -74,7 +75,7 @@ def _config(result: SimResult) -> dict[str, Any]:
     cache = engine.cache
     return {
         "capacity": cache.capacity, "page_size": cache.page_size, "policy": cache.policy,
-        "components": list(cache.components), "sliding_window": cache.sliding_window,
+        "components": list(component_names(cache)), "sliding_window": cache.sliding_window,
         "mamba_track_interval": cache.mamba_track_interval, "hints": engine.hints,
         "cost_model": engine.cost.name, "layers": {
             "full": engine.cost.full_layers, "swa": engine.cost.swa_layers,
@@ -122,7 +123,7 @@ def _by_component(result: SimResult, hits: int, losses: dict[str, int],
     """What each component alone would have served: FULL its resident prefixes (known from
     the KV events; ``None`` without them), the lighter ones only what every component
     accepts (the cache reports no more)."""
-    components = result.config.engine.cache.components
+    components = component_names(result.config.engine.cache)
     known = all(engine.resident is not None for engine in result.engines)
     full = hits + losses["swa_mamba_missing"] if known or len(components) == 1 else None
     rates: dict[str, float | None] = {"full": None if full is None else _ratio(full, prompt)}
