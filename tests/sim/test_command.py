@@ -100,3 +100,18 @@ def test_a_hybrid_comparison_draws_the_comparison_plot(tmp_path: Path) -> None:
         "full 100K", "full+mamba 100K", "full+mamba no hints 100K"]
     assert runs[1]["token_hit_rate"] > runs[2]["token_hit_rate"]
     assert (tmp_path / "comparison.png").stat().st_size > 0
+
+
+def test_without_matplotlib_the_report_is_written_and_plots_are_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    code = main(["sim", "run", "--workload", "system", "--param", "groups=1", "prompts=2",
+                 "--out", str(tmp_path)])
+    assert code == 0
+    assert "matplotlib is not installed" in capsys.readouterr().out
+    assert (tmp_path / "report.json").exists() and not list(tmp_path.glob("*.png"))

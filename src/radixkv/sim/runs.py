@@ -4,6 +4,7 @@ print the summaries and the comparison table, write report.json and the plots.""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,9 @@ def _write(out: Path, name: str, reports: list[dict[str, Any]],
     document = {"workload": name, "runs": reports, "requests": rows}
     (out / "report.json").write_text(json.dumps(document, indent=1) + "\n")
     written = [out / "report.json"]
+    if plots and importlib.util.find_spec("matplotlib") is None:
+        print("no plots: matplotlib is not installed (pip install 'radixkv[plot]')")
+        plots = False
     if plots:
         from . import plots as draw
 
