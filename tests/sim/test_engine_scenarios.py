@@ -99,3 +99,26 @@ def test_answers_marked_not_cached_are_not_inserted() -> None:
     result = run([first, second])
     assert hits(result) == [0, 16]
     assert result.engines[0].cache.stats().aborted == 1
+
+
+def test_another_namespace_s_prefix_counts_as_other_namespace() -> None:
+    # the same prompt under two tenants: the second tenant cannot reuse the first's pages
+    workload = [request(0, 0.0, A, namespace=("tenant-a", None)),
+                request(1, 10.0, A, namespace=("tenant-b", None)),
+                request(2, 20.0, A, namespace=("tenant-a", None))]
+    result = run(workload)
+    assert hits(result) == [0, 0, 12]
+    assert result.records[1].losses["other_namespace"] == 12
+    assert result.records[2].losses["other_namespace"] == 0
+
+
+def test_tenants_split_a_system_prompt_workload_into_namespaces() -> None:
+    from radixkv.sim.workloads import make_workload
+
+    shared = make_workload("system", groups=2, prompts=6, system_len=64, question_len=8)
+    split = make_workload("system", groups=2, prompts=6, system_len=64, question_len=8,
+                          tenants=3)
+    assert {r.namespace for r in split} <= {(f"tenant-{i}", None) for i in range(3)}
+    one, three = run(shared), run(split)
+    assert sum(hits(three)) < sum(hits(one))
+    assert sum(r.losses["other_namespace"] for r in three.records) > 0

@@ -26,7 +26,8 @@ class Common:
 @dataclass(frozen=True)
 class SystemPromptConfig(Common):
     """``groups`` shared system prompts × ``prompts`` questions each (skew > 0: group
-    popularity falls as ``1 / rank**skew`` instead of equal shares)."""
+    popularity falls as ``1 / rank**skew`` instead of equal shares). ``tenants`` > 1: each
+    request belongs to one of that many cache namespaces at random (tenants never share)."""
 
     groups: int = 8
     prompts: int = 32
@@ -34,6 +35,7 @@ class SystemPromptConfig(Common):
     question_len: int = 128
     output_len: int = 128
     skew: float = 0.0
+    tenants: int = 1
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,10 @@ def system_prompts(config: SystemPromptConfig) -> list[SimRequest]:
         groups = build.rng.choice(config.groups, total, p=weights / weights.sum())
     for group in groups.tolist():
         prompt = np.concatenate((systems[group], build.tokens(config.question_len)))
-        build.add(prompt, config.output_len, tags={"group": group})
+        extra: dict[str, Any] = {}
+        if config.tenants > 1:
+            extra["namespace"] = (f"tenant-{int(build.rng.integers(config.tenants))}", None)
+        build.add(prompt, config.output_len, tags={"group": group}, **extra)
     return build.requests
 
 
