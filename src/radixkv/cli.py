@@ -2,7 +2,8 @@
 
 ``radixkv demo`` runs :func:`radixkv.demo.main`; ``radixkv verify`` runs the exactness
 harness of the reference model (:mod:`radixkv.model.command`); ``radixkv bench ops`` runs the
-benchmark (:mod:`radixkv.bench.cli`). Subcommand modules are
+benchmark (:mod:`radixkv.bench.cli`); ``radixkv sim`` the simulator
+(:mod:`radixkv.sim.command`). Subcommand modules are
 imported only when their subcommand runs, so ``radixkv --help`` stays fast.
 """
 
@@ -48,7 +49,23 @@ def _build_parser() -> _Parser:
     _add_bench(commands.add_parser(
         "bench", help="benchmarks: `radixkv bench ops` (optionally against SGLang)",
         description="Benchmarks of the prefix cache."))
+    _add_sim(commands.add_parser(
+        "sim", help="simulate hit rate, memory and TTFT of a cache setup on a workload",
+        description="Drive the real prefix cache with a workload or a trace through "
+        "simulated engines with a cost model (docs/simulator.md)."))
     return parser
+
+
+def _add_sim(parser: argparse.ArgumentParser) -> None:
+    from .sim.command import add_sim
+
+    add_sim(parser)
+
+
+def _run_sim(args: argparse.Namespace) -> int:
+    command = importlib.import_module("radixkv.sim.command")
+    code: int = command.run(args)
+    return code
 
 
 def _add_bench(parser: argparse.ArgumentParser) -> None:
@@ -166,5 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run_verify(args)
     if args.command == "bench":
         return _run_bench(args)
+    if args.command == "sim":
+        return _run_sim(args)
     parser.print_help(sys.stderr)
     return _EXIT_USAGE

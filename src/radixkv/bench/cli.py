@@ -72,6 +72,14 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                        help="page sizes of the memory measurement")
     scale.add_argument("--json", type=Path, default=None, metavar="PATH",
                        help="write the results as JSON")
+    sim = sub.add_parser(
+        "sim", help="requests per second of wall time the simulator runs",
+        description="Run a chat workload through the simulator (radixkv.sim) with a FULL "
+        "cache and report requests per second of wall time (median over rounds).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    from ..sim.command import add_speed
+
+    add_speed(sim)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,8 +87,12 @@ def run(args: argparse.Namespace) -> int:
         from .scale import run_scale
 
         return run_scale(args)
+    if args.bench_command == "sim":
+        from ..sim.speed import run_speed
+
+        return run_speed(args)
     if args.bench_command != "ops":
-        print("radixkv bench: choose a benchmark (ops, scale)", file=sys.stderr)
+        print("radixkv bench: choose a benchmark (ops, scale, sim)", file=sys.stderr)
         return 2
     return _run_ops(args)
 

@@ -1,0 +1,172 @@
+"""simulate(): requests through one or more SimEngines behind a router.
+
+Events are processed in time order: the next arrival, or a step of the engine whose clock
+is earliest. A request that has a ``parent`` (the next turn of a chat) arrives ``delay``
+seconds after its parent finished. With several engines an arrival is handed to its engine
+at that engine's next step boundary, which may be up to one step (or decode jump) after
+the arrival time: engines, like real ones, only schedule between steps.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .engine import EngineConfig, SimEngine
+from .jobs import Job
+from .keys import PrefixIndex, namespace_salt, page_keys
+from .records import RequestRecord
+from .requests import SimRequest, check_workload
+
+ROUTERS = ("round-robin", "least-loaded", "kv-aware")
+"""``round-robin``: engines in turn. ``least-loaded``: fewest requests queued or running,
+then fewest prompt tokens still to prefill. ``kv-aware``: least prefill work, counting the
+request's own uncached tokens (its prompt less the prefix the engine's cache holds, as the
+engine's KV events tell it) plus the engine's queued prefill tokens."""
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    engine: EngineConfig
+    engines: int = 1
+    router: str = "round-robin"
+
+    def __post_init__(self) -> None:
+        if self.router not in ROUTERS:
+            raise ValueError(f"unknown router {self.router!r}; choose from {', '.join(ROUTERS)}")
+        if self.engines < 1:
+            raise ValueError("engines must be >= 1")
+
+
+@dataclass
+class SimResult:
+    config: SimConfig
+    records: list[RequestRecord]
+    engines: list[SimEngine]
+    wall_seconds: float
+
+    @property
+    def sim_seconds(self) -> float:
+        return max(engine.now for engine in self.engines)
+
+
+class _Router:
+    def __init__(self, name: str, engines: list[SimEngine]) -> None:
+        self.name, self.engines = name, engines
+        self._turn = itertools.count()
+
+    def pick(self, job: Job) -> SimEngine:
+        engines = self.engines
+        if len(engines) == 1:
+            return engines[0]
+        if self.name == "round-robin":
+            return engines[next(self._turn) % len(engines)]
+        if self.name == "least-loaded":
+            return min(engines, key=lambda e: (len(e.running) + len(e.waiting),
+                                               e.pending_tokens(), e.index))
+        return min(engines, key=lambda e: (self._uncached(e, job) + e.pending_tokens(), e.index))
+
+    @staticmethod
+    def _uncached(engine: SimEngine, job: Job) -> int:
+        assert engine.resident is not None
+        return job.prompt_len - engine.resident.longest(job.keys)
+
+
+def simulate(requests: Sequence[SimRequest], config: SimConfig,
+             progress: Progress | None = None) -> SimResult:
+    """Run every request; return their records (in ``requests`` order) and the engines (with
+    their caches, for inspection). Raises ``ValueError`` on a malformed workload."""
+    requests = list(requests)
+    check_workload(requests)
+    started = time.perf_counter()
+    engine_config = config.engine
+    if config.router == "kv-aware" and config.engines > 1 and not engine_config.events:
+        engine_config = replace(engine_config, events=True)
+    engines = [SimEngine(engine_config, index) for index in range(config.engines)]
+    run = _Run(requests, engines, _Router(config.router, engines), progress)
+    run.loop()
+    return SimResult(config, run.records, engines, time.perf_counter() - started)
+
+
+class _Run:
+    """The event loop of one simulation."""
+
+    def __init__(self, requests: list[SimRequest], engines: list[SimEngine], router: _Router,
+                 progress: Progress | None) -> None:
+        self.engines, self.router, self.progress = engines, router, progress
+        self.cache = engines[0].cache
+        self.page = engines[0].page
+        self.records = [RequestRecord(r.rid, r.arrival, len(r.prompt), len(r.output),
+                                      turn=_turn(r)) for r in requests]
+        self._record = {r.rid: record for r, record in zip(requests, self.records)}
+        self.children: dict[int, list[SimRequest]] = defaultdict(list)
+        self.arrivals: list[tuple[float, int, SimRequest]] = []
+        for request in requests:
+            if request.parent is None:
+                heapq.heappush(self.arrivals, (request.arrival, request.rid, request))
+            else:
+                self.children[request.parent].append(request)
+        self.seen = PrefixIndex(self.page)
+        spaces = any(r.namespace is not None for r in requests)
+        self.seen_any = PrefixIndex(self.page) if spaces else None
+        self.done = 0
+
+    def loop(self) -> None:
+        while self.arrivals or any(engine.busy for engine in self.engines):
+            next_arrival = self.arrivals[0][0] if self.arrivals else math.inf
+            busy = [engine for engine in self.engines if engine.busy]
+            engine = min(busy, key=lambda e: e.now) if busy else None
+            if engine is not None and engine.now < next_arrival:
+                for job in engine.step(next_arrival):
+                    self._finished(job, engine.now)
+            else:
+                arrival, _, request = heapq.heappop(self.arrivals)
+                self._arrive(request, arrival)
+
+    def _arrive(self, request: SimRequest, now: float) -> None:
+        record = self._record[request.rid]
+        record.arrival = now
+        salt = namespace_salt(self.cache.namespace_of(request.namespace))
+        job = Job(request, record, _sequence_keys(request, self.page, salt), self.page, salt)
+        keys = job.keys
+        job.seen = self.seen.longest(keys)
+        self.seen.add(keys)
+        job.seen_any = job.seen
+        if self.seen_any is not None:
+            plain: list[int] = page_keys(request.prompt, self.page).tolist()
+            job.seen_any = self.seen_any.longest(plain)
+            self.seen_any.add(plain)
+        self.router.pick(job).submit(job, now)
+
+    def _finished(self, job: Job, now: float) -> None:
+        if job.request.cache_output and not job.record.rejected:
+            self.seen.add(job.sequence_keys[len(job.keys) :])  # its answer, wherever it ran
+        for child in self.children.pop(job.request.rid, ()):
+            heapq.heappush(self.arrivals, (now + child.delay, child.rid, child))
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, len(self.records))
+
+
+def _sequence_keys(request: SimRequest, page: int, salt: int) -> list[int]:
+    """Page keys of everything the request may cache: its prompt and, when its answer is
+    cached, the fed part of the answer (all but the last token); one pass for both."""
+    tokens = request.prompt
+    if request.cache_output and len(request.output) > 1:
+        tokens = np.concatenate((tokens, request.output[:-1]))
+    keys: list[int] = page_keys(tokens, page, salt).tolist()
+    return keys
+
+
+def _turn(request: SimRequest) -> int | None:
+    turn = request.tags.get("turn")
+    return turn if isinstance(turn, int) else None

@@ -1,0 +1,290 @@
+"""SimEngine: one simulated serving engine around a real PrefixCache.
+
+Continuous batching, as vLLM and SGLang schedule: at every step boundary the engine admits
+waiting requests first come, first served, while fewer than ``max_running`` run and the
+prompt tokens still to prefill fit the step's token budget; ``admit`` evicts through the
+cache and refuses (raises) when memory is short, which stops admission. A step then runs
+one token for every decoding request and prefill chunks of the others in admission order,
+up to ``max_batch_tokens`` (chunked prefill). A request's first token comes at the end of
+the step that finishes its prompt (TTFT); it is done after ``output_len - 1`` more decode
+steps.
+
+Decode-only stretches are not simulated step by step: while nothing is prefilling, the batch
+is the same from step to step until a request finishes, memory runs short or a request
+arrives, so the engine jumps over ``k`` such steps at once (the time is a closed-form sum;
+see :class:`DecodeBatch`); decode memory is taken ``decode_reserve`` tokens ahead, one
+``extend`` per request and stretch. When the cache cannot grow a
+request, the most recently admitted other request is preempted: aborted (its committed
+prompt pages stay cached) and put back at the head of the queue; a request that cannot run
+even alone is rejected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+
+from .. import CacheConfig, PrefixCache
+from ..errors import OutOfSlotsError
+from .batch import DecodeBatch
+from .costs import CostModel
+from .jobs import Job, JobOps
+from .keys import PrefixIndex
+from .records import partition
+from .resident import ResidentIndex
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """``hints``: save MAMBA states where the cache hints (else every track interval only).
+    ``events``: keep a :class:`ResidentIndex` from the cache's KV events (KV-aware routing,
+    and telling FULL evictions from SWA/MAMBA losses). ``sample_every``: simulated seconds
+    between memory samples. ``decode_reserve``: decode memory is allocated this many tokens
+    ahead of what a request has fed (at least a page at a time, as engines do)."""
+
+    cache: CacheConfig
+    cost: CostModel
+    max_batch_tokens: int = 8192
+    max_running: int = 256
+    hints: bool = True
+    events: bool = False
+    sample_every: float = 1.0
+    decode_reserve: int = 128
+
+
+class SimEngine:
+    """See the module docstring. ``now`` is the engine's clock (simulated seconds)."""
+
+    def __init__(self, config: EngineConfig, index: int = 0) -> None:
+        cache_config = replace(config.cache, events=True) if config.events else config.cache
+        self.config, self.index = config, index
+        self.cache = PrefixCache(cache_config)
+        self.ops = JobOps(self.cache, config.hints, config.decode_reserve)
+        self.cost = config.cost
+        self.page = cache_config.page_size
+        self.now = 0.0
+        self.waiting: deque[Job] = deque()
+        self.running: dict[Job, None] = {}  # admission order
+        self.prefilling: list[Job] = []
+        self.batch = DecodeBatch()
+        self.held_once = PrefixIndex(self.page)  # pages this cache took at least once
+        # pages this engine computed: the same as held_once unless MAMBA cuts inserts
+        self.computed_once = PrefixIndex(self.page) if self.ops.mamba else self.held_once
+        self.resident = ResidentIndex(self.page) if config.events else None
+        self.samples: list[tuple[float, ...]] = []
+        self._next_sample = 0.0
+        self.steps = self.preemptions = 0
+        self._unprefilled = 0  # prompt tokens of running requests still to prefill
+        self._waiting_tokens = 0  # prompt tokens of waiting requests
+
+    # ------------------------------------------------------------------ interface
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    def pending_tokens(self) -> int:
+        """Prompt tokens still to prefill here (waiting and running): the router's load."""
+        return self._waiting_tokens + self._unprefilled
+
+    def submit(self, job: Job, now: float) -> None:
+        """Queue ``job``, arrived at ``now`` (an idle engine's clock moves up to it)."""
+        if not self.busy and self.now < now:
+            self.now = now
+        job.record.engine = self.index
+        self.waiting.append(job)
+        self._waiting_tokens += job.prompt_len
+
+    def step(self, horizon: float) -> list[Job]:
+        """Admit, then run one step (or a jump of decode steps, ending by ``horizon`` when
+        a request arrives then); return the jobs that finished or were rejected."""
+        done: list[Job] = []
+        self._admit(done)
+        if self.running:
+            if self._unprefilled:
+                self._mixed_step(done)
+            else:
+                self._decode_jump(horizon, done)
+            self.steps += 1
+        self._drain_events()
+        self._sample()
+        return done
+
+    # ------------------------------------------------------------------ admission
+
+    def _admit(self, done: list[Job]) -> None:
+        budget = self.config.max_batch_tokens - self._unprefilled
+        while self.waiting and budget > 0 and len(self.running) < self.config.max_running:
+            job = self.waiting[0]
+            try:
+                lease = self.ops.admit(job)
+            except OutOfSlotsError:
+                if self.running:
+                    return
+                self.waiting.popleft()
+                self._waiting_tokens -= job.prompt_len
+                self._reject(job, done)
+                continue
+            self.waiting.popleft()
+            self._waiting_tokens -= job.prompt_len
+            self._record_admission(job, lease.cached_length)
+            self.running[job] = None
+            self.prefilling.append(job)
+            budget -= job.prompt_len - job.computed
+            self._unprefilled += job.prompt_len - job.computed
+
+    def _record_admission(self, job: Job, hit: int) -> None:
+        record = job.record
+        record.hit = hit
+        if record.admitted is None:
+            record.admitted = self.now
+        self._drain_events()
+        resident = None if self.resident is None else self.resident.longest(job.keys)
+        keys = job.keys
+        bounds = (resident, self.held_once.longest(keys), self.computed_once.longest(keys),
+                  job.seen, job.seen_any)
+        record.losses = partition(job.prompt_len, self.page, hit, bounds)
+
+    def _reject(self, job: Job, done: list[Job]) -> None:
+        job.record.rejected = True
+        job.record.finished = self.now
+        done.append(job)
+
+    # ------------------------------------------------------------------ steps
+
+    def _mixed_step(self, done: list[Job]) -> None:
+        decoding = self._grow(1, done)
+        chunks = self._prefill(self.config.max_batch_tokens - decoding)
+        cost = self.cost
+        batch = decoding + sum(job.computed - past for job, past in chunks)
+        elapsed = cost.matmuls(batch) + sum(
+            cost.prefill(job.computed - past, past) for job, past in chunks)
+        self.now += elapsed + self._decode_time()
+        finished = self.batch.advance(1) if decoding else []
+        self.prefilling = [job for job in self.prefilling if job.computed < job.prompt_len]
+        for job, _ in chunks:
+            if job.computed == job.prompt_len:
+                self._start_decoding(job, finished)
+        self._complete(finished, done)
+
+    def _prefill(self, budget: int) -> list[tuple[Job, int]]:
+        """Prefill chunks within ``budget`` tokens, oldest request first; return each job
+        with the tokens it had computed before."""
+        chunks: list[tuple[Job, int]] = []
+        for job in self.prefilling:
+            if budget <= 0:
+                break
+            tokens, past = min(job.prompt_len - job.computed, budget), job.computed
+            self._unprefilled -= tokens
+            budget -= tokens
+            chunks.append((job, past))
+            held = self.ops.prefill(job, tokens)
+            self._remember(job.keys, past, held, job.computed)
+        return chunks
+
+    def _start_decoding(self, job: Job, finished: list[Job]) -> None:
+        """The step that ended computed the prompt: the first token is out."""
+        if job.record.first_token is None:
+            job.record.first_token = self.now
+        if job.output_len == 1:
+            finished.append(job)
+        else:
+            self.batch.add(job)
+
+    def _decode_jump(self, horizon: float, done: list[Job]) -> None:
+        batch = self.batch
+        steps = min(batch.steps_to_next_finish(), max(1, self.config.decode_reserve))
+        per_step = self.cost.matmuls(len(batch)) + self._decode_time()
+        if self.now < horizon < math.inf:
+            steps = min(steps, max(1, int((horizon - self.now) / per_step)))
+        count = self._grow(steps, done)
+        if count:
+            growth = count * steps * (steps - 1) / 2 * self.cost.full_layers
+            self.now += steps * (self.cost.matmuls(count) + self._decode_time()) + (
+                growth * self.cost.kv_read)
+        self._complete(batch.advance(steps) if count else [], done)
+
+    def _decode_time(self) -> float:
+        """Attention/state time of one decode step of the whole batch."""
+        batch = self.batch
+        windowed = 0
+        if self.cost.swa_layers:
+            window = self.cost.window
+            clock = batch.clock
+            windowed = sum(min(j.prompt_len + 1 + clock - j.base, window) for j in batch.members)
+        return self.cost.decode(len(batch), batch.context_sum(), windowed)
+
+    def _grow(self, steps: int, done: list[Job]) -> int:
+        """Give every decoding job memory for ``steps`` more tokens, preempting the newest
+        other running job while memory is short; return how many decode."""
+        batch = self.batch
+        hybrid = self.ops.mamba or self.ops.swa
+        for job in list(batch.members) if hybrid else batch.due(steps):
+            if job not in batch.members:
+                continue  # preempted for an earlier one
+            batch.sync(job)
+            while not self.ops.grow(job, steps):
+                victim = next((other for other in reversed(self.running) if other is not job),
+                              None)
+                if victim is None:
+                    self._drop(job)
+                    self.ops.abort(job)
+                    self._reject(job, done)
+                    break
+                self._preempt(victim)
+            else:
+                if not hybrid:
+                    batch.schedule_extension(job)
+        return len(batch)
+
+    def _drop(self, job: Job) -> None:
+        """Take ``job`` out of the running set (and the batch or the prefill list)."""
+        del self.running[job]
+        if job in self.batch.members:
+            self.batch.remove(job)
+        else:
+            self._unprefilled -= job.prompt_len - job.computed
+            self.prefilling.remove(job)
+
+    def _preempt(self, job: Job) -> None:
+        self._drop(job)
+        self.ops.abort(job)
+        job.record.preemptions += 1
+        self.preemptions += 1
+        self.waiting.appendleft(job)
+        self._waiting_tokens += job.prompt_len
+
+    def _complete(self, finished: list[Job], done: list[Job]) -> None:
+        """Finish the jobs that sampled their last token."""
+        for job in finished:
+            del self.running[job]
+            cached = self.ops.finish(job)
+            if cached is not None:
+                keys, held = cached
+                # the prompt's pages were remembered at prefill, unless MAMBA cut them off
+                start = 0 if self.ops.mamba else job.prompt_len - job.prompt_len % self.page
+                self._remember(keys, start, held, len(keys) * self.page)
+            job.record.finished = self.now
+            done.append(job)
+
+    def _remember(self, keys: list[int], start: int, held: int, computed: int) -> None:
+        """Pages ``start .. computed`` were computed, ``start .. held`` kept by the cache."""
+        page = self.page
+        self.held_once.add(keys[start // page : held // page])
+        if self.computed_once is not self.held_once:
+            self.computed_once.add(keys[start // page : computed // page])
+
+    # ------------------------------------------------------------------ observation
+
+    def _drain_events(self) -> None:
+        if self.resident is not None:
+            self.resident.feed(self.cache.take_events())
+
+    def _sample(self) -> None:
+        if self.now < self._next_sample:
+            return
+        self._next_sample = self.now + self.config.sample_every
+        stats = self.cache.stats()
+        used = [c.pool_capacity - c.pool_available for c in stats.components.values()]
+        self.samples.append((self.now, stats.held_by_requests, *used))

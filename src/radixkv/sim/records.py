@@ -1,0 +1,75 @@
+"""Per-request outcomes and where each prompt token's reuse went."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+REASONS = ("hit", "evicted_full", "swa_mamba_missing", "never_cached", "not_cached_yet",
+           "other_namespace", "never_seen", "uncacheable_tail")
+"""How a prompt's tokens split, in this order along the prompt:
+
+* ``hit``: served from the cache.
+* ``evicted_full``: this engine's cache held their FULL KV once; it has been evicted since.
+* ``swa_mamba_missing``: FULL KV still resident (known from the KV events) but a lighter
+  component cannot serve them: an SWA tombstone, or no MAMBA state where the prefix would
+  end. Without the events index these tokens count as ``evicted_full``.
+* ``never_cached``: this engine computed them but its cache did not keep them (with MAMBA:
+  they lay after the request's last state checkpoint).
+* ``not_cached_yet``: an earlier request in this namespace had them, but this engine never
+  computed them: that request was still running (in flight), or ran on another engine.
+* ``other_namespace``: only requests of another namespace had them.
+* ``never_seen``: no earlier request had them.
+* ``uncacheable_tail``: the last token (always computed, its logits are needed) and the
+  partial page before it.
+"""
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """Times are simulated seconds; ``None`` for what did not happen. ``hit``: prompt
+    tokens reused at the (last) admission. ``rejected``: could never fit in memory.
+    ``turn``: the request's turn in its chat or agent loop (workloads that have turns)."""
+
+    rid: int
+    arrival: float
+    prompt_len: int
+    output_len: int
+    engine: int = 0
+    hit: int = 0
+    admitted: float | None = None
+    first_token: float | None = None
+    finished: float | None = None
+    preemptions: int = 0
+    rejected: bool = False
+    losses: dict[str, int] = field(default_factory=dict)
+    turn: int | None = None
+
+    @property
+    def ttft(self) -> float | None:
+        return None if self.first_token is None else self.first_token - self.arrival
+
+    @property
+    def latency(self) -> float | None:
+        if self.finished is None or self.rejected:
+            return None
+        return self.finished - self.arrival
+
+
+def partition(length: int, page: int, hit: int, bounds: tuple[int | None, int, int, int, int]
+              ) -> dict[str, int]:
+    """Split ``length`` prompt tokens by :data:`REASONS`. ``bounds`` are prefix lengths:
+    FULL KV resident now (``None``: unknown), held once by this cache, computed once by this
+    engine, seen in earlier requests of this namespace, and of any namespace. Each reason
+    takes the stretch between consecutive bounds (each raised to at least the one before),
+    so the parts add up to ``length``."""
+    cap = max(0, length - 1) // page * page
+    resident, held, computed, seen, anywhere = bounds
+    edges = [hit, hit if resident is None else resident, held, computed, seen, anywhere]
+    for index in range(1, len(edges)):
+        edges[index] = min(max(edges[index], edges[index - 1]), cap)
+    order = ("swa_mamba_missing", "evicted_full", "never_cached", "not_cached_yet",
+             "other_namespace")
+    parts = {"hit": hit, **{name: high - low for name, low, high in zip(order, edges, edges[1:])}}
+    parts["never_seen"] = cap - edges[-1]
+    parts["uncacheable_tail"] = length - cap
+    return {name: parts[name] for name in REASONS}

@@ -1,0 +1,64 @@
+"""What a simulated workload is made of: timed requests with token ids and outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .keys import mix64
+
+VOCAB = 1 << 30
+"""Token ids are drawn below this: large, so unrelated random blocks never share a token by
+chance and the only reuse is the reuse a workload builds in."""
+
+
+@dataclass(frozen=True, eq=False)
+class SimRequest:
+    """One request. ``arrival``: seconds from the start (a request with a ``parent`` arrives
+    ``delay`` seconds after its parent finished instead: the next turn of a chat waits for the
+    answer). ``prompt`` and ``output``: uint32 token ids (``output`` at least one token: the
+    first comes out of the prefill). ``namespace``: the cache namespace (``None``: default).
+    ``cache_output``: whether the answer is cached at finish (trace replays say no: the
+    trace gives only prompt blocks, see :mod:`radixkv.sim.trace`)."""
+
+    rid: int
+    arrival: float
+    prompt: np.ndarray
+    output: np.ndarray
+    namespace: object = None
+    parent: int | None = None
+    delay: float = 0.0
+    cache_output: bool = True
+    tags: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.prompt) < 1 or len(self.output) < 1:
+            raise ValueError(f"request {self.rid}: prompt and output need at least one token")
+
+
+def random_tokens(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` fresh token ids (uint32)."""
+    return rng.integers(0, VOCAB, n, dtype=np.uint32)
+
+
+def block_tokens(block_ids: np.ndarray, block: int, length: int, salt: int = 0) -> np.ndarray:
+    """Tokens of a prompt given as block ids: block id ``h`` always expands to the same
+    ``block`` pseudo-random tokens, so equal ids give equal tokens; the prompt is cut to
+    ``length`` tokens (the last block may be partial). Vectorized."""
+    ids = np.repeat(np.asarray(block_ids, dtype=np.uint64), block)
+    offsets = np.tile(np.arange(block, dtype=np.uint64), len(block_ids))
+    mixed = mix64((ids * np.uint64(block) + offsets) ^ np.uint64(salt))
+    tokens: np.ndarray = (mixed[:length] % np.uint64(VOCAB)).astype(np.uint32)
+    return tokens
+
+
+def check_workload(requests: list[SimRequest]) -> None:
+    """Raise ``ValueError`` unless ids are unique and every parent comes earlier."""
+    seen: set[int] = set()
+    for request in requests:
+        if request.rid in seen:
+            raise ValueError(f"duplicate request id {request.rid}")
+        if request.parent is not None and request.parent not in seen:
+            raise ValueError(f"request {request.rid}: parent {request.parent} is not earlier")
+        seen.add(request.rid)

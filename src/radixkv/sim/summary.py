@@ -1,0 +1,62 @@
+"""The terminal summary of one or more simulation reports (see :mod:`radixkv.sim.report`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .records import REASONS
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:5.1f}%"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{1000 * value:8.1f}"
+
+
+def render(report: dict[str, Any]) -> str:
+    """A readable block for one run."""
+    lines = [f"== {report['label']} ==",
+             f"requests {report['requests']}  rejected {report['rejected']}  "
+             f"preemptions {report['preempted']}  simulated {report['simulated_seconds']:.1f} s"
+             f"  wall {report['wall_seconds']:.2f} s "
+             f"({report['requests_per_wall_second']:.0f} requests/s)",
+             f"token hit rate {_pct(report['token_hit_rate'])}  "
+             f"(unbounded cache: {_pct(report['ideal_hit_rate'])}, "
+             f"gap {_pct(report['gap_to_unbounded'])})  "
+             f"requests with a hit {_pct(report['request_hit_rate'])}",
+             f"prefill tokens computed {report['prefill_tokens_computed']:,}  "
+             f"saved {report['prefill_tokens_saved']:,}"]
+    turns = report.get("hit_rate_by_turn") or {}
+    if turns:
+        lines.append("hit rate by turn: " + "  ".join(
+            f"{turn}: {_pct(rate).strip()}" for turn, rate in list(turns.items())[:12]))
+    ttft, latency = report["ttft_s"], report["latency_s"]
+    lines.append("latency (ms)        p50      p90      p99")
+    for name, values in (("  TTFT", ttft), ("  end-to-end", latency)):
+        lines.append(f"{name:<14}" + "".join(_ms(values[f"p{p}"]) + " " for p in (50, 90, 99)))
+    total = report["prompt_tokens"] or 1
+    lines.append("prompt tokens by outcome:")
+    for name in REASONS:
+        count = report["losses"][name]
+        if count:
+            lines.append(f"  {name:<18} {count:>14,}  {100 * count / total:5.1f}%")
+    for index, engine in enumerate(report["engines"]):
+        evicted = ", ".join(f"{kind} {sum(v.values()):,}" for kind, v in
+                            engine["evictions"].items())
+        lines.append(f"engine {index}: steps {engine['steps']:,}  evicted: {evicted}")
+    return "\n".join(lines)
+
+
+def render_table(reports: list[dict[str, Any]]) -> str:
+    """One line per run: the comparison table of a sweep or a replay."""
+    head = (f"{'run':<34} {'hit rate':>8} {'unbounded':>9} {'TTFT p50':>9} {'TTFT p99':>9}"
+            f" {'preempt':>7}")
+    rows = [head, "-" * len(head)]
+    for report in reports:
+        ttft = report["ttft_s"]
+        rows.append(f"{report['label']:<34} {_pct(report['token_hit_rate']):>8} "
+                    f"{_pct(report['ideal_hit_rate']):>9} {_ms(ttft['p50']):>9} "
+                    f"{_ms(ttft['p99']):>9} {report['preempted']:>7}")
+    return "\n".join(rows)

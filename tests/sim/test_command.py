@@ -1,0 +1,117 @@
+"""``radixkv sim run | replay | sweep`` end to end on small inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from radixkv.cli import main
+from radixkv.sim.setup import parse_capacity
+
+
+def test_capacities_parse_with_units_and_inf() -> None:
+    assert parse_capacity("1M") == 1_000_000
+    assert parse_capacity("2.5K") == 2500
+    assert parse_capacity("300") == 300
+    assert parse_capacity("inf") is None
+    with pytest.raises(ValueError):
+        parse_capacity("0")
+
+
+def test_sim_run_prints_a_summary_and_writes_report_and_plots(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sim", "run", "--workload", "chat", "--param", "sessions=4", "turns=2",
+                 "user_len=64", "output_len=8", "--capacity", "1M", "--out", str(tmp_path)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "token hit rate" in out and "== full 1M ==" in out
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["runs"][0]["requests"] == 8
+    for name in ("ttft_cdf.png", "memory.png", "losses.png"):
+        assert (tmp_path / name).stat().st_size > 0
+
+
+def test_sim_replay_runs_each_capacity_of_a_mooncake_style_trace(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(
+        {"timestamp": 100 * i, "input_length": 1200, "output_length": 4,
+         "hash_ids": [0, i % 3, 10 + i]}) + "\n" for i in range(12)))
+    code = main(["sim", "replay", str(trace), "--capacity", "2K", "inf", "--out",
+                 str(tmp_path / "out")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "12 requests" in out and "hit rate" in out
+    runs = json.loads((tmp_path / "out" / "report.json").read_text())["runs"]
+    assert [r["label"] for r in runs] == ["full 2K", "full inf"]
+    assert runs[0]["token_hit_rate"] <= runs[1]["token_hit_rate"]
+    assert (tmp_path / "out" / "hit_rate.png").stat().st_size > 0
+
+
+def test_sim_sweep_crosses_policies_and_page_sizes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sim", "sweep", "--workload", "system", "--param", "groups=2", "prompts=3",
+                 "--capacity", "2K", "8K", "--policy", "lru", "fifo", "--page-size", "1", "16",
+                 "--no-plots", "--progress", "--out", str(tmp_path)])
+    assert code == 0
+    captured = capsys.readouterr()
+    runs = json.loads((tmp_path / "report.json").read_text())["runs"]
+    assert len(runs) == 8
+    assert "run 8/8" in captured.err  # the progress bar
+    assert "fifo p16 8K" in captured.out
+
+
+def test_bad_workload_parameters_fail_cleanly(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "run", "--param", "nonsense=1", "--no-plots"]) == 1
+    assert "no parameter" in capsys.readouterr().err
+
+
+def test_sim_without_a_command_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim"]) == 2
+    assert "choose a command" in capsys.readouterr().err
+
+
+def test_help_lists_the_sim_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert "sim" in capsys.readouterr().out
+
+
+def test_bench_sim_reports_requests_per_second(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "speed.json"
+    code = main(["bench", "sim", "--sessions", "20", "--turns", "2", "--rounds", "2",
+                 "--capacity", "100K", "--json", str(out)])
+    assert code == 0
+    assert "requests/s of wall time" in capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert result["requests"] == 40 and len(result["rounds"]) == 2
+    assert result["median_requests_per_s"] > 0
+
+
+def test_a_hybrid_comparison_draws_the_comparison_plot(tmp_path: Path) -> None:
+    code = main(["sim", "run", "--workload", "system", "--param", "groups=2", "prompts=4",
+                 "system_len=600", "--capacity", "100K", "--components", "full", "full+mamba",
+                 "--hints", "both", "--out", str(tmp_path)])
+    assert code == 0
+    runs = json.loads((tmp_path / "report.json").read_text())["runs"]
+    assert [r["label"] for r in runs] == [
+        "full 100K", "full+mamba 100K", "full+mamba no hints 100K"]
+    assert runs[1]["token_hit_rate"] > runs[2]["token_hit_rate"]
+    assert (tmp_path / "comparison.png").stat().st_size > 0
+
+
+def test_without_matplotlib_the_report_is_written_and_plots_are_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    code = main(["sim", "run", "--workload", "system", "--param", "groups=1", "prompts=2",
+                 "--out", str(tmp_path)])
+    assert code == 0
+    assert "matplotlib is not installed" in capsys.readouterr().out
+    assert (tmp_path / "report.json").exists() and not list(tmp_path.glob("*.png"))

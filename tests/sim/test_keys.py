@@ -1,0 +1,50 @@
+"""Prefix keys and the prefix index."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from radixkv.sim.keys import PrefixIndex, namespace_salt, page_keys
+
+from .support import tokens
+
+
+def test_a_prefix_key_does_not_depend_on_what_follows() -> None:
+    short = page_keys(tokens(0, 8), 4)
+    long = page_keys(np.concatenate((tokens(0, 8), tokens(100, 9))), 4)
+    assert len(short) == 2 and len(long) == 4
+    assert short.tolist() == long[:2].tolist()
+
+
+def test_different_tokens_or_positions_give_different_keys() -> None:
+    keys = page_keys(np.array([1, 2, 3, 4, 2, 1, 3, 4], dtype=np.uint32), 4).tolist()
+    other = page_keys(np.array([2, 1, 3, 4, 1, 2, 3, 4], dtype=np.uint32), 4).tolist()
+    assert len(set(keys + other)) == 4
+
+
+def test_every_token_moves_the_key_even_token_zero() -> None:
+    keys = page_keys(np.zeros(12, dtype=np.uint32), 4).tolist()
+    assert len(set(keys)) == 3
+
+
+def test_partial_pages_have_no_key() -> None:
+    assert page_keys(tokens(0, 3), 4).size == 0
+    assert page_keys(tokens(0, 7), 4).size == 1
+
+
+def test_namespaces_salt_keys_and_the_default_namespace_is_unsalted() -> None:
+    assert namespace_salt(None) == namespace_salt((None, None)) == 0
+    assert namespace_salt(("tenant-a", None)) != namespace_salt(("tenant-b", None))
+    plain = page_keys(tokens(0, 8), 4)
+    salted = page_keys(tokens(0, 8), 4, namespace_salt(("tenant-a", None)))
+    assert not set(plain.tolist()) & set(salted.tolist())
+
+
+def test_longest_finds_the_shared_prefix_by_halving() -> None:
+    index = PrefixIndex(4)
+    index.add(page_keys(tokens(0, 20), 4).tolist())
+    probe = page_keys(np.concatenate((tokens(0, 12), tokens(500, 12))), 4).tolist()
+    assert index.longest(probe) == 12
+    assert index.longest(probe, limit=2) == 8
+    assert index.longest(page_keys(tokens(7, 12), 4).tolist()) == 0
+    assert len(index) == 5
