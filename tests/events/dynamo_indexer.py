@@ -86,12 +86,14 @@ class Indexer:
         })
         assert status == 201, body
 
-    def scores(self, tokens: list[int], model: str, lora_name: str | None = None
-               ) -> dict[int, int]:
+    def scores(self, tokens: list[int], model: str, lora_name: str | None = None,
+               cache_salt: str | None = None) -> dict[int, int]:
         """Matched tokens per instance (data-parallel rank 0) for a prompt."""
         body: dict[str, Any] = {"token_ids": tokens, "model_name": model}
         if lora_name is not None:
             body["lora_name"] = lora_name
+        if cache_salt is not None:
+            body["cache_salt"] = cache_salt
         status, reply = self.post("/query", body)
         assert status == 200, reply
         return {int(instance): ranks.get("0", 0) for instance, ranks in reply["scores"].items()}

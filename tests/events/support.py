@@ -5,9 +5,12 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from radixkv import CacheConfig, PrefixCache
+
+if TYPE_CHECKING:
+    from radixkv.events import KVEventPublisher
 
 T = TypeVar("T")
 
@@ -41,3 +44,13 @@ def wait_for(probe: Callable[[], T], done: Callable[[T], bool], timeout: float =
         if done(result) or time.monotonic() >= deadline:
             return result
         time.sleep(interval)
+
+
+def publisher(**options: Any) -> KVEventPublisher:
+    """A publisher bound on loopback (PUB and replay, ports chosen by the OS), without
+    heartbeats unless asked, so that tests can count batches exactly."""
+    from radixkv.events import KVEventPublisher  # only where the events extra is installed
+
+    settings: dict[str, Any] = {"endpoint": LOOPBACK, "bind": True, "replay_endpoint": LOOPBACK,
+                                "heartbeat_interval": None}
+    return KVEventPublisher(**(settings | options))

@@ -145,17 +145,19 @@ def test_a_lost_batch_makes_the_indexer_replay_and_converge(
     model, instance = "gap", 12
     cache = make_cache(page_size=PAGE, capacity=128)
     probes = [(A, None), (B, None), (C, None), (BIG, None)]
-    with publisher() as pub:
+    with publisher(heartbeat_interval=None) as pub:  # no heartbeat may reveal the gap early
         indexer.register(instance, model, pub, PAGE)
         time.sleep(0.3)
         insert(cache, A)
         pub.publish(cache)
         assert_follows(indexer, cache, model, instance, probes)
 
-        pub._socket = FailingSends(pub._socket, failures=1)
+        assert pub.flush(10)
+        pub._sender.socket = FailingSends(pub._sender.socket, failures=1)
         insert(cache, C)
         with caplog.at_level(logging.WARNING, logger="radixkv.events"):
             (lost,) = pub.publish(cache)  # the cache goes on; the batch stays in replay
+            assert pub.flush(10)
         assert pub.stats()["send_errors"] == 1
         assert len([r for r in caplog.records if r.name == "radixkv.events"]) == 1
         assert indexer.scores(C, model) == {}  # the indexer missed it, and cannot know yet

@@ -34,7 +34,9 @@ class CacheConfig:
     ``swa_capacity``: SWA slots (default ``capacity``). ``mamba_track_interval``: tokens
     between checkpoint hints, a multiple of ``page_size`` (with ``"mamba"``);
     ``mamba_states``: state slots. ``bigram``: EAGLE bigram keys (not with MAMBA).
-    ``events``: queue KV events. ``default_ttl``: tlru time-to-live (ticks) of a request
+    ``events``: queue KV events. ``event_queue_limit``: the most events queued between two
+    ``take_events()`` (a full queue is discarded and counted; the publisher then resyncs its
+    routers). ``default_ttl``: tlru time-to-live (ticks) of a request
     that gives none. Raises :class:`ConfigError` on any invalid value or combination.
     """
 
@@ -48,6 +50,7 @@ class CacheConfig:
     mamba_states: int = 256
     bigram: bool = False
     events: bool = False
+    event_queue_limit: int = 100_000
     default_ttl: int = 1024
 
     def __post_init__(self) -> None:
@@ -101,6 +104,7 @@ class CacheConfig:
             bigram=self.bigram,
             policy=self.policy,
             events=self.events,
+            event_queue_limit=self.event_queue_limit,
             default_ttl=self.default_ttl,
         )
 
