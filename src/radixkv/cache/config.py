@@ -36,7 +36,9 @@ class CacheConfig:
     ``mamba_states``: state slots. ``bigram``: EAGLE bigram keys (not with MAMBA).
     ``events``: queue KV events. ``event_queue_limit``: the most events queued between two
     ``take_events()`` (a full queue is discarded and counted; the publisher then resyncs its
-    routers). ``default_ttl``: tlru time-to-live (ticks) of a request
+    routers). ``lost_hits``: explain every match that falls short of what the tree holds
+    (``ComponentStats.lost``, ``CacheStats.capped_tokens``); off, those count as unseen.
+    ``default_ttl``: tlru time-to-live (ticks) of a request
     that gives none. Raises :class:`ConfigError` on any invalid value or combination.
     """
 
@@ -51,6 +53,7 @@ class CacheConfig:
     bigram: bool = False
     events: bool = False
     event_queue_limit: int = 100_000
+    lost_hits: bool = True
     default_ttl: int = 1024
 
     def __post_init__(self) -> None:
@@ -62,6 +65,8 @@ class CacheConfig:
                 f"unsupported component combination {self.components!r}; "
                 f"supported: {', '.join(map(repr, COMBINATIONS))}"
             )
+        if not isinstance(self.lost_hits, bool):
+            raise ConfigError(f"lost_hits must be a bool, got {self.lost_hits!r}")
         self._check_swa(tree.page_size)
         self._check_mamba(tree.page_size)
 

@@ -34,11 +34,13 @@ class Lifecycle(CacheBase):
         if max_match is not None:
             _check_int("max_match", max_match, minimum=0)
             max_match += 1 if self.config.bigram else 0  # a bigram spans the next token
-        found = self.tree.match(self._key(packed, max_match), space, touch=False)
+        key = self._key(packed, max_match)
+        found = self.tree.match(key, space, touch=False)
         needs = self._needs(self.pages_for(num_tokens - found.length), state=1)
         self.pools.ensure_room(needs, self.tree.lock_preview(found.node, found.length))
         self.tree.touch(found)
-        self._count_match(num_tokens, found.length)
+        self._count_match(num_tokens, found, key, space,
+                          None if max_match is None else self._key(packed))
         lock = None if found.node is None else self.tree.lock(found.node, found.length)
         lease = Lease(self._owner, next(self._lease_ids), space, found.length, lock,
                       priority, ttl)
