@@ -163,3 +163,36 @@ def test_the_publishers_counters_are_in_the_same_scrape() -> None:
         p["replay_bad_requests"])
     assert seen[key("vllm:kv_events_pending")] == p["pending"] == 0
     assert seen[key("vllm:kv_events_replay_buffered")] == p["replay_buffered"] == 2
+
+
+def test_scrapes_while_the_scheduler_thread_drives_the_cache() -> None:
+    import random
+    import threading
+
+    cache = hybrid()
+    rng = random.Random(3)
+    done = threading.Event()
+    seen: list[Scraped] = []
+    with MetricsExporter(CacheCollector(cache, labels=USER)) as exporter:
+        def scraper() -> None:
+            while not done.is_set() and len(seen) < 500:
+                seen.append(scrape(exporter.url))
+
+        thread = threading.Thread(target=scraper)
+        thread.start()
+        try:
+            for _ in range(1500):
+                tokens = [rng.randrange(6) for _ in range(rng.randrange(1, 16))]
+                try:
+                    cache.finish(cache.admit(tokens))
+                except MemoryError:
+                    cache.evict(full=16, swa=16, mamba=4)
+                cache.match(tokens)
+        finally:
+            done.set()
+            thread.join(30)
+        final = scrape(exporter.url)
+    assert final == expected_vllm(cache) and len(seen) > 1
+    queries = key("vllm:prefix_cache_queries_total")
+    counts = [s[queries] for s in seen] + [final[queries]]
+    assert counts == sorted(counts)  # counters never go back

@@ -37,7 +37,7 @@ class CacheCollector(Collector):
         self.cache = cache
         self.publisher = publisher
         self.preset = preset(preset_name)
-        self.labels = check_user_labels({} if labels is None else dict(labels), self.preset)
+        self.labels = check_user_labels({} if labels is None else labels, self.preset)
 
     def collect(self) -> Iterator[Metric]:
         yield from self._families(CACHE_METRICS, cache_samples(self.cache.stats()))

@@ -4,6 +4,7 @@ SGLang-like) that give each metric the name an existing dashboard already querie
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -120,8 +121,8 @@ def preset(name: str) -> Preset:
 def check_user_labels(labels: object, chosen: Preset) -> dict[str, str]:
     """User labels (model name, engine id, ranks...) as a fresh dict of str; raises
     :class:`ConfigError` for a bad name or value, or one that shadows a radixkv label."""
-    if not isinstance(labels, dict):
-        raise ConfigError(f"labels must be a dict of str to str, got {labels!r}")
+    if not isinstance(labels, Mapping):
+        raise ConfigError(f"labels must be a mapping of str to str, got {labels!r}")
     ours = {chosen.label(label) for spec in CACHE_METRICS + PUBLISHER_METRICS
             for label in spec.labels}
     for key, value in labels.items():
