@@ -3,6 +3,7 @@ the events tests. Everything is on loopback; the process is always stopped."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -16,6 +17,15 @@ from typing import Any
 from radixkv.events import KVEventPublisher
 
 from .support import free_port
+
+
+def indexer_installed() -> bool:
+    """Whether ``dynamo.indexer`` (the ``ai-dynamo-runtime`` wheel) can be run."""
+    try:
+        return importlib.util.find_spec("dynamo.indexer") is not None
+    except ModuleNotFoundError:  # no ``dynamo`` package at all
+        return False
+
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

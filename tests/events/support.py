@@ -54,3 +54,22 @@ def publisher(**options: Any) -> KVEventPublisher:
     settings: dict[str, Any] = {"endpoint": LOOPBACK, "bind": True, "replay_endpoint": LOOPBACK,
                                 "heartbeat_interval": None}
     return KVEventPublisher(**(settings | options))
+
+
+class FailingSends:
+    """Wraps the publisher's PUB socket so that its next ``failures`` sends fail."""
+
+    def __init__(self, sock: Any, failures: int) -> None:
+        self.sock = sock
+        self.failures = failures
+
+    def send_multipart(self, frames: list[bytes], flags: int = 0) -> None:
+        if self.failures:
+            self.failures -= 1
+            import zmq  # only where the events extra is installed
+
+            raise zmq.ZMQError(zmq.EAGAIN, "injected send failure")
+        self.sock.send_multipart(frames, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)

@@ -5,10 +5,8 @@ any further traffic, and an overflowed event queue ends in a converged router.""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,38 +15,19 @@ zmq = pytest.importorskip("zmq", reason="pyzmq is not installed (pip install -e 
 pytest.importorskip("msgpack", reason="msgpack is not installed (pip install -e '.[events]')")
 
 
-def _indexer_installed() -> bool:
-    try:
-        return importlib.util.find_spec("dynamo.indexer") is not None
-    except ModuleNotFoundError:
-        return False
+from .dynamo_indexer import Indexer, indexer_installed  # noqa: E402
 
-
-if not _indexer_installed():
+if not indexer_installed():
     pytest.skip("NVIDIA Dynamo's KV indexer is not installed: pip install "
                 "ai-dynamo-runtime==1.6.1 (part of the dev extra)", allow_module_level=True)
 
 from radixkv import PrefixCache  # noqa: E402
 from radixkv.events import BatchEncoder, KVEventPublisher, PublisherConfig  # noqa: E402
 
-from .dynamo_indexer import Indexer  # noqa: E402
-from .support import insert, make_cache, publisher, wait_for  # noqa: E402
-from .test_dynamo_indexer import REJECTIONS, FailingSends  # noqa: E402
+from .support import FailingSends, insert, make_cache, publisher, wait_for  # noqa: E402
 
 PAGE = 4
 Probe = tuple[list[int], Any]
-
-
-@pytest.fixture(scope="module")
-def indexer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Indexer]:
-    server = Indexer(tmp_path_factory.mktemp("dynamo") / "indexer.log")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-    log = server.log()
-    assert not [line for line in log.splitlines() if any(r in line for r in REJECTIONS)], log
 
 
 def router_view(indexer: Indexer, pub: KVEventPublisher, model: str,
