@@ -15,6 +15,21 @@ from .cache import (
     MatchResult,
     PrefixCache,
 )
+from .components import (
+    CacheShape,
+    ChunkedLocal,
+    Component,
+    ComponentSpec,
+    FullAttention,
+    Mamba,
+    PoolShape,
+    SlidingWindow,
+    WindowedComponent,
+    WindowInput,
+    register_component,
+)
+from .components.dependencies import supported_combinations
+from .components.request import RequestSide, StateSide, TokenSide
 from .core import AllBlocksCleared, BlockRemoved, BlockStored, Lock, NodeId
 
 __version__ = "0.1.0"
@@ -25,14 +40,29 @@ __all__ = [
     "BlockRemoved",
     "BlockStored",
     "CacheConfig",
+    "CacheShape",
     "CacheStats",
+    "ChunkedLocal",
+    "Component",
+    "ComponentSpec",
     "ComponentStats",
+    "FullAttention",
     "Lease",
     "LeaseState",
     "Lock",
+    "Mamba",
     "MatchResult",
     "NodeId",
+    "PoolShape",
     "PrefixCache",
+    "RequestSide",
+    "SlidingWindow",
+    "StateSide",
+    "TokenSide",
+    "WindowInput",
+    "WindowedComponent",
     "__version__",
     "errors",
+    "register_component",
+    "supported_combinations",
 ]

@@ -118,7 +118,8 @@ def test_hybrid_swa_insert_and_release(page: int) -> None:
     second = cache.allocate(4 * page)
     assert second is not None
     assert second.swa is not None
-    bad = Allocation(second.full, np.concatenate((second.swa[:page], second.swa[:-page])))
+    bad = Allocation((second.full, np.concatenate((second.swa[:page], second.swa[:-page]))),
+                     cache.names)
     rejects(cache, lambda: cache.insert(prompt(4 * page), bad), "given twice")
     cache.insert(prompt(4 * page), second)
     cache.check_invariants()

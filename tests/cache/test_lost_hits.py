@@ -32,7 +32,8 @@ def seq(start: int, count: int) -> list[int]:
 
 
 def test_reasons_are_named_per_component_kind() -> None:
-    assert LOST_REASONS == {"full": "evicted", "swa": "tombstone", "mamba": "no_state"}
+    assert LOST_REASONS == {"full": "evicted", "swa": "tombstone", "chunked": "tombstone",
+                            "mamba": "no_state"}
     assert reason_of("custom") == "cut"
 
 

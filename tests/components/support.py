@@ -54,7 +54,7 @@ def tree(cache: AuditedCache) -> list[tuple[Any, ...]]:
     """Every node but the roots, depth first (children in insertion order), as
     ``(start, end, value per component..., locks)``; FULL/SWA values are slot lists,
     the MAMBA value is the state slot, ``None`` where the component holds nothing."""
-    kinds = [component.kind for component in cache.tree.components]
+    kinds = [component.name for component in cache.tree.components]
     rows: list[tuple[Any, ...]] = []
     stack = list(reversed(list(cache.tree.roots.values())))
     while stack:

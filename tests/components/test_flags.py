@@ -41,15 +41,15 @@ def test_each_flag_agrees_with_the_hook_it_replaces_on_every_node(page: int) -> 
             for end in range(node.start + 1, node.start + node.length + 1):
                 boundary = component.lock_boundary(node, end)
                 if component.pins_whole_path:
-                    assert boundary == 0, (component.kind, node.id, end)
+                    assert boundary == 0, (component.name, node.id, end)
                 if component.pins_end_node:
-                    assert boundary == node.start, (component.kind, node.id, end)
+                    assert boundary == node.start, (component.name, node.id, end)
             if component.per_token:
-                assert component.value_size(node) == node.length, (component.kind, node.id)
+                assert component.value_size(node) == node.length, (component.name, node.id)
 
 
 def test_only_full_pins_the_whole_path_and_only_mamba_pins_its_end_node() -> None:
-    kinds = {c.kind: (c.pins_whole_path, c.pins_end_node, c.per_token)
+    kinds = {c.name: (c.pins_whole_path, c.pins_end_node, c.per_token)
              for c in _branched_cache(1).tree.components}
     assert kinds == {"full": (True, False, True), "swa": (False, False, True),
                      "mamba": (False, True, False)}

@@ -58,7 +58,7 @@ def test_every_supported_combination_constructs_and_caches_a_request(
     combo: tuple[str, ...], page: int
 ) -> None:
     cache = AuditedCache(capacity=32, page_size=page, components=combo, **COMBOS[combo])
-    assert [component.kind for component in cache.tree.components] == list(combo)
+    assert [component.name for component in cache.tree.components] == list(combo)
     assert list(cache.stats().components) == list(combo)
     lease = cache.admit(seq(100, 8))
     if "mamba" in combo:
@@ -269,7 +269,7 @@ def _walk(cache: PrefixCache, tokens: list[int]) -> tuple[int, list[Any], list[A
     """Token by token along the tree: how far ``tokens`` (whole pages) run structurally, the
     FULL and SWA slot of each token on the way (``None`` where missing) and the state slot
     at each node end passed."""
-    kinds = [component.kind for component in cache.tree.components]
+    kinds = [component.name for component in cache.tree.components]
     page = cache.page_size
     n = len(tokens) - len(tokens) % page
     full: list[int | None] = []
@@ -305,7 +305,7 @@ def _walk(cache: PrefixCache, tokens: list[int]) -> tuple[int, list[Any], list[A
 def _reference(cache: PrefixCache, tokens: list[int]) -> tuple[int, list[int], int | None]:
     """Longest prefix every component accepts, recomputed token by token from the tree:
     (length, its FULL slots, the state at its end)."""
-    kinds = [component.kind for component in cache.tree.components]
+    kinds = [component.name for component in cache.tree.components]
     window = cache.config.sliding_window
     pos, full, swa, states = _walk(cache, tokens)
     for length in range(pos, -1, -cache.page_size):

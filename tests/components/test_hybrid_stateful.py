@@ -86,7 +86,7 @@ class Reference:
 
     def __init__(self, cache: PrefixCache) -> None:
         self.page = cache.page_size
-        kinds = [component.kind for component in cache.tree.components]
+        kinds = [component.name for component in cache.tree.components]
         self.swa = kinds.index("swa") if "swa" in kinds else None
         self.mamba = kinds.index("mamba") if "mamba" in kinds else None
         self.window = cache.config.sliding_window

@@ -19,10 +19,7 @@ from .detached import DetachedSlots
 from .lease import Lease, LeaseState
 from .lost_hits import count_lost
 from .pools import ComponentPools
-from .results import CacheStats, MatchResult, checkpoint_hints
-
-FULL = 0
-"""Index of the FULL component: always the first."""
+from .results import PRIMARY, CacheStats, MatchResult
 
 
 class CacheBase:
@@ -35,12 +32,13 @@ class CacheBase:
         self.page_size = config.page_size
         self.tree = TreeCore(config.tree_config(), config.make_components())
         self.pools = ComponentPools(config, self.tree)
-        self.pool = self.pools[FULL]
-        kinds = [component.kind for component in self.tree.components]
-        self.swa = kinds.index("swa") if "swa" in kinds else None
-        self.mamba = kinds.index("mamba") if "mamba" in kinds else None
-        self._hint_config = (config.page_size, config.mamba_track_interval or 1)
-        """The page size and track interval of :func:`checkpoint_hints` (MAMBA only)."""
+        self.pool = self.pools[PRIMARY]
+        self.names = config.names
+        self.sides = [component.request_side() for component in self.tree.components]
+        """Per component, how requests hold its slots."""
+        states = [side.index for side in self.sides if not side.per_token]
+        self._state = states[0] if states else None
+        """Index of the state component whose state a match returns (MAMBA), if any."""
         self._owner = object()
         self._lease_ids = itertools.count(1)
         self._leases: dict[int, Lease] = {}
@@ -94,11 +92,12 @@ class CacheBase:
         # bench match_prefix: the values lists are taken, not read (they are cold in the CPU
         # cache); their FULL entries on a usable path are never None
         path_values = [n.values for n in found.path]
-        if self.mamba is None:
+        index = self._state
+        if index is None:
             return MatchResult(length, path_values, handle)
-        state = None if node is None else node.values[self.mamba]
+        state = None if node is None else node.values[index]
         return MatchResult(length, path_values, handle, state,
-                           (found.branch, num_tokens, self._hint_config))
+                           (found.branch, num_tokens, self.tree.components[index]))
 
     def _count_match(self, queried: int, found: TreeMatch, key: bytes, space: Namespace,
                      full_key: bytes | None = None) -> None:
@@ -116,24 +115,9 @@ class CacheBase:
             uncapped = self.tree.match(full_key, space, touch=False)  # pure; O(depth)
             counters["capped_tokens"] += uncapped.branch - found.branch
 
-    def _state_at(self, found: TreeMatch) -> int | None:
-        if self.mamba is None or found.node is None:
-            return None
-        state = found.node.values[self.mamba]
-        return None if state is None else int(state[0])
-
-    def _hints(self, found: TreeMatch, num_tokens: int) -> tuple[int, ...]:
-        """Where to save MAMBA states while prefilling (see :func:`checkpoint_hints`)."""
-        if self.mamba is None:
-            return ()
-        return checkpoint_hints(found.length, found.branch, num_tokens, *self._hint_config)
-
-    def _needs(self, fresh: int, state: int = 0) -> list[int]:
-        """Slots each pool must provide for ``fresh`` new token slots and ``state`` states."""
-        needs = [fresh] * len(self.tree.components)
-        if self.mamba is not None:
-            needs[self.mamba] = state
-        return needs
+    def _needs(self, tokens: int, states: int = 0) -> list[int]:
+        """Slots each pool must provide for ``tokens`` new token slots and ``states`` states."""
+        return [side.need(tokens, states) for side in self.sides]
 
     def pages_for(self, num_tokens: int) -> int:
         """Slots (whole pages) needed for ``num_tokens`` tokens."""
@@ -160,17 +144,26 @@ class CacheBase:
                             "finish or abort the lease instead")
         self.tree.unlock(receipt)
 
-    def evict(self, full: int = 0, swa: int = 0, mamba: int = 0) -> dict[str, int]:
-        """Evict at least ``full`` FULL tokens, ``swa`` SWA tokens and ``mamba`` states in
-        policy order (or all that is evictable), with the cascade FULL → SWA → MAMBA.
-        Returns what was freed per component kind."""
-        budgets = {"full": full, "swa": swa, "mamba": mamba}
+    def evict(self, *primary: int, **budgets: int) -> dict[str, int]:
+        """Evict, per component name, at least that many units (tokens for per-token
+        components, states for MAMBA) in policy order, or all that is evictable, e.g.
+        ``evict(full=64, mamba=2)``; a positional budget is the primary (FULL) component's.
+        Evicting a value evicts what depends on it on the same node (FULL → SWA → MAMBA).
+        Returns what was evicted per component name. Raises :class:`InvalidArgumentError`
+        (nothing changed) for a name this cache lacks or a budget that is not an int >= 0."""
+        if primary:
+            if len(primary) > 1 or self.names[PRIMARY] in budgets:
+                raise InvalidArgumentError(f"one budget for {self.names[PRIMARY]!r}, got "
+                                           f"{(*primary, *budgets.values())}")
+            budgets[self.names[PRIMARY]] = primary[0]
         for name, value in budgets.items():
+            if name not in self.names:
+                raise InvalidArgumentError(
+                    f"this cache has no component {name!r}; it has {', '.join(self.names)}")
             _check_int(name, value, minimum=0)
-        kinds = [component.kind for component in self.tree.components]
-        result = self.tree.evict([budgets[kind] for kind in kinds])
+        result = self.tree.evict([budgets.get(name, 0) for name in self.names])
         self.pools.free_all(result.freed)
-        return dict(zip(kinds, result.evicted))
+        return dict(zip(self.names, result.evicted))
 
     # ------------------------------------------------------------------ inspection
 

@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..components.base import Component
-from ..components.full import FullComponent
-from ..components.mamba import MambaComponent
-from ..components.swa import SlidingWindowComponent
+from ..components import (
+    CacheShape,
+    Component,
+    ComponentSpec,
+    FullAttention,
+    Mamba,
+    PoolShape,
+    SlidingWindow,
+    component_type,
+)
+from ..components.dependencies import check_order, supported_combinations
+from ..components.spec import check_int
 from ..core.config import TreeConfig
 from ..errors import ConfigError
 
-COMBINATIONS = (("full",), ("full", "swa"), ("full", "mamba"), ("full", "swa", "mamba"))
-"""Supported component lists, FULL first (FULL+SWA also serves DSA-style models)."""
+SHORTHANDS = ("full", "swa", "mamba")
+"""Component names accepted as strings; their parameters come from the keyword fields."""
 
 
-def _int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
-    return value
+def _shorthand_fields(config: CacheConfig) -> dict[str, tuple[str, ...]]:
+    """Per shorthand, the keyword fields that parameterize it and were given."""
+    given = {
+        "swa": tuple(name for name in ("sliding_window", "swa_capacity")
+                     if getattr(config, name) is not None),
+        "mamba": ("mamba_track_interval",) if config.mamba_track_interval is not None else (),
+    }
+    return given
 
 
 @dataclass(frozen=True)
@@ -29,23 +39,28 @@ class CacheConfig:
 
     ``capacity``: FULL KV slots (tokens), a multiple of ``page_size``. ``page_size``: tokens
     per page, the unit of matching, allocation and hashing. ``policy``: eviction policy name
-    (see :mod:`radixkv.core.policy`), applied to every component. ``components``: one of
-    :data:`COMBINATIONS`. ``sliding_window``: SWA window W in tokens (with ``"swa"``);
-    ``swa_capacity``: SWA slots (default ``capacity``). ``mamba_track_interval``: tokens
-    between checkpoint hints, a multiple of ``page_size`` (with ``"mamba"``);
-    ``mamba_states``: state slots. ``bigram``: EAGLE bigram keys (not with MAMBA).
-    ``events``: queue KV events. ``event_queue_limit``: the most events queued between two
-    ``take_events()`` (a full queue is discarded and counted; the publisher then resyncs its
-    routers). ``lost_hits``: explain every match that falls short of what the tree holds
-    (``ComponentStats.lost``, ``CacheStats.capped_tokens``); off, those count as unseen.
-    ``default_ttl``: tlru time-to-live (ticks) of a request
-    that gives none. Raises :class:`ConfigError` on any invalid value or combination.
+    (see :mod:`radixkv.core.policy`), applied to every component. ``components``: the
+    attention types, each a registered spec (:class:`FullAttention`, :class:`SlidingWindow`,
+    :class:`ChunkedLocal`, :class:`Mamba`, or a user's, see
+    :func:`radixkv.register_component`) or one of the shorthands ``"full"``, ``"swa"``,
+    ``"mamba"``; the primary component first, each after what it depends on (see
+    :func:`supported_combinations`). The shorthands take their parameters from
+    ``sliding_window`` (SWA window W in tokens) and ``swa_capacity`` (SWA slots, default
+    ``capacity``); ``mamba_track_interval`` (tokens between checkpoint hints, a multiple of
+    ``page_size``) and ``mamba_states`` (state slots). ``bigram``: EAGLE bigram keys (not
+    with MAMBA). ``events``: queue KV events. ``event_queue_limit``: the most events queued
+    between two ``take_events()`` (a full queue is discarded and counted; the publisher then
+    resyncs its routers). ``lost_hits``: explain every match that falls short of what the
+    tree holds (``ComponentStats.lost``, ``CacheStats.capped_tokens``); off, those count as
+    unseen. ``default_ttl``: tlru time-to-live (ticks) of a request that gives none.
+    Raises :class:`ConfigError` on any invalid value or combination. ``specs`` holds the
+    resolved specs, in tree order.
     """
 
     capacity: int
     page_size: int = 1
     policy: str = "lru"
-    components: tuple[str, ...] = ("full",)
+    components: tuple[str | ComponentSpec, ...] = ("full",)
     sliding_window: int | None = None
     swa_capacity: int | None = None
     mamba_track_interval: int | None = None
@@ -55,52 +70,69 @@ class CacheConfig:
     event_queue_limit: int = 100_000
     lost_hits: bool = True
     default_ttl: int = 1024
+    specs: tuple[ComponentSpec, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         tree = self.tree_config()  # validates page_size, policy and ttl
         self._check_capacity("capacity", self.capacity, tree.page_size)
-        if not isinstance(self.components, (tuple, list)) or (
-                tuple(self.components) not in COMBINATIONS):
-            raise ConfigError(
-                f"unsupported component combination {self.components!r}; "
-                f"supported: {', '.join(map(repr, COMBINATIONS))}"
-            )
         if not isinstance(self.lost_hits, bool):
             raise ConfigError(f"lost_hits must be a bool, got {self.lost_hits!r}")
-        self._check_swa(tree.page_size)
-        self._check_mamba(tree.page_size)
+        specs = self._resolve()
+        shape = self.shape()
+        for spec in specs:
+            spec.validate(shape)
+        object.__setattr__(self, "specs", specs)
+
+    def _resolve(self) -> tuple[ComponentSpec, ...]:
+        entries = self.components
+        if not isinstance(entries, (tuple, list)) or not all(
+                isinstance(e, ComponentSpec) or e in SHORTHANDS for e in entries):
+            raise ConfigError(self._unsupported(f"{entries!r} is not a sequence of specs"))
+        names = [e if isinstance(e, str) else e.name for e in entries]
+        given = _shorthand_fields(self)
+        probes = tuple(e if isinstance(e, ComponentSpec) else self._spec_for(e, probe=True)
+                       for e in entries)
+        problem = check_order(probes)
+        if problem is not None:
+            raise ConfigError(self._unsupported(problem))
+        specs = tuple(e if isinstance(e, ComponentSpec) else self._spec_for(e) for e in entries)
+        for name, fields in given.items():
+            if fields and name not in [e for e in entries if isinstance(e, str)]:
+                raise ConfigError(
+                    f"{'/'.join(fields)} given without the {name!r} shorthand "
+                    f"(components: {', '.join(names)})")
+        for spec in specs:
+            component_type(spec)  # raises for an unregistered spec type
+        return specs
+
+    def _unsupported(self, why: str) -> str:
+        return (f"unsupported component combination {self.components!r}: {why}; "
+                f"supported built-in combinations: "
+                f"{', '.join('+'.join(c) for c in supported_combinations())}")
+
+    def _spec_for(self, name: str, probe: bool = False) -> ComponentSpec:
+        """The spec a shorthand stands for, from the keyword fields (a ``probe`` only to
+        ask what it depends on: missing parameters are not an error yet)."""
+        if name == "full":
+            return FullAttention()
+        if name == "swa":
+            if self.sliding_window is None and not probe:
+                raise ConfigError("the 'swa' component needs sliding_window")
+            window = 1 if self.sliding_window is None else self.sliding_window
+            return SlidingWindow(window=window, capacity=self.swa_capacity)
+        if self.mamba_track_interval is None and not probe:
+            raise ConfigError("the 'mamba' component needs mamba_track_interval")
+        interval = 1 if self.mamba_track_interval is None else self.mamba_track_interval
+        return Mamba(track_interval=interval, states=self.mamba_states)
 
     @staticmethod
     def _check_capacity(name: str, value: object, page_size: int) -> None:
-        if _int(name, value, 0) % page_size:
+        if check_int(name, value, 0) % page_size:
             raise ConfigError(f"{name} must be a multiple of page_size {page_size}, got {value}")
 
-    def _check_swa(self, page_size: int) -> None:
-        if "swa" not in self.components:
-            if self.sliding_window is not None or self.swa_capacity is not None:
-                raise ConfigError("sliding_window/swa_capacity given without the 'swa' component")
-            return
-        if self.sliding_window is None:
-            raise ConfigError("the 'swa' component needs sliding_window")
-        _int("sliding_window", self.sliding_window, 1)
-        if self.swa_capacity is not None:
-            self._check_capacity("swa_capacity", self.swa_capacity, page_size)
-
-    def _check_mamba(self, page_size: int) -> None:
-        if "mamba" not in self.components:
-            if self.mamba_track_interval is not None:
-                raise ConfigError("mamba_track_interval given without the 'mamba' component")
-            return
-        if self.bigram:
-            raise ConfigError("MAMBA cannot be combined with bigram keys")
-        if self.mamba_track_interval is None:
-            raise ConfigError("the 'mamba' component needs mamba_track_interval")
-        interval = _int("mamba_track_interval", self.mamba_track_interval, 1)
-        if interval % page_size:
-            raise ConfigError(
-                f"mamba_track_interval {interval} must be a multiple of page_size {page_size}"
-            )
-        _int("mamba_states", self.mamba_states, 1)
+    def shape(self) -> CacheShape:
+        """What specs may read of this cache's configuration."""
+        return CacheShape(self.capacity, self.page_size, self.bigram)
 
     def tree_config(self) -> TreeConfig:
         """The part of this configuration the tree core needs."""
@@ -115,20 +147,19 @@ class CacheConfig:
 
     def make_components(self) -> list[Component]:
         """Fresh component objects, in tree order."""
-        made: list[Component] = [FullComponent()]
-        if "swa" in self.components:
-            assert self.sliding_window is not None
-            made.append(SlidingWindowComponent(self.sliding_window))
-        if "mamba" in self.components:
-            made.append(MambaComponent())
-        return made
+        return [component_type(spec)(spec) for spec in self.specs]
 
-    def pool_capacities(self) -> list[tuple[str, int, int]]:
-        """(name, capacity, page size) of each component's pool, in tree order."""
-        pools = [("full", self.capacity, self.page_size)]
-        if "swa" in self.components:
-            swa = self.capacity if self.swa_capacity is None else self.swa_capacity
-            pools.append(("swa", swa, self.page_size))
-        if "mamba" in self.components:
-            pools.append(("mamba", self.mamba_states, 1))
-        return pools
+    def pool_shapes(self) -> list[tuple[str, PoolShape]]:
+        """(name, pool shape) of each component, in tree order."""
+        shape = self.shape()
+        return [(spec.name, spec.pool(shape)) for spec in self.specs]
+
+    def spec(self, name: str) -> ComponentSpec | None:
+        """The spec of the component called ``name``, if this cache has one."""
+        return next((spec for spec in self.specs if spec.name == name), None)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Component names, in tree order."""
+        return tuple(spec.name for spec in self.specs)
+

@@ -21,7 +21,7 @@ COUNTERS = ("matches", "match_tokens", "hit_tokens", "capped_tokens", "admitted"
 def stats(cache: PrefixCache) -> CacheStats:
     tree = cache.tree
     components = {
-        component.kind: ComponentStats(
+        component.name: ComponentStats(
             cached=tree.cached[component.index],
             evictable=tree.cached[component.index] - tree.protected[component.index],
             protected=tree.protected[component.index],
@@ -47,13 +47,9 @@ def stats(cache: PrefixCache) -> CacheStats:
 
 def held_by_lease(cache: PrefixCache, lease: Lease) -> list[np.ndarray]:
     """Per component, the slots ``lease`` itself holds."""
-    held = [lease.own_slots]
-    if cache.swa is not None:
-        held.append(lease.own_swa_slots)
-    if cache.mamba is not None:
-        states = [*lease.checkpoints.values(), lease.state_slot]
-        held.append(np.array([s for s in states if s is not None], dtype=np.int64))
-    return held
+    allocated = len(lease.allocated_slots)
+    return [side.held(buffer, lease.tree_owned, allocated)
+            for side, buffer in zip(cache.sides, lease.buffers)]
 
 
 def check(cache: PrefixCache) -> None:
@@ -78,15 +74,10 @@ def _check_lease(cache: PrefixCache, lease: Lease) -> None:
         raise InvariantError(f"lease {lease.id} borrows from the tree without a lock")
     if lease.lock is not None and lease.tree_owned:
         node = lease.lock.node
-        full = tree.values_between(node, 0, 0)[: lease.tree_owned]
-        if not np.array_equal(full, lease.allocated_slots[: lease.tree_owned]):
-            raise InvariantError(f"lease {lease.id} disagrees with the tree on its prefix")
-        if cache.swa is not None and lease.swa_start < lease.tree_owned:
-            swa = tree.values_between(node, cache.swa, lease.swa_start)[
-                : lease.tree_owned - lease.swa_start]
-            mine = lease.swa_buffer()[lease.swa_start : lease.tree_owned]
-            if not np.array_equal(swa, mine):
-                raise InvariantError(f"lease {lease.id} disagrees with the tree on its window")
+        for side, buffer in zip(cache.sides, lease.buffers):
+            if side.disagreement(buffer, tree, node, lease.tree_owned):
+                raise InvariantError(f"lease {lease.id} disagrees with the tree on its "
+                                     f"{side.component.name} slots")
     if len(lease.allocated_slots) != cache.pages_for(lease.num_tokens):
         raise InvariantError(f"lease {lease.id} holds the wrong number of pages")
 
@@ -95,9 +86,9 @@ def snapshot(cache: PrefixCache) -> Any:
     """The whole observable state as plain data."""
     leases = tuple(
         (lease.id, lease.state.value, lease.key_tokens(), lease.allocated_slots.tobytes(),
-         lease.swa_slots.tobytes(), lease.tree_owned, lease.swa_dropped, lease.state_slot,
-         tuple(sorted(lease.checkpoints.items())),
-         None if lease.lock is None else lease.lock.id)
+         lease.tree_owned, None if lease.lock is None else lease.lock.id,
+         tuple(side.snapshot(buffer, lease.num_tokens)
+               for side, buffer in zip(cache.sides, lease.buffers)))
         for lease in cache.leases()
     )
     pools = tuple(

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import numpy as np
 
+from ..components.request import StateBuffer, TokenBuffer
 from ..core.keys import Namespace
 from ..core.types import Lock
+from ..errors import InvalidArgumentError
+from .results import PRIMARY
+
+Buffer = Any
+"""A request side's per-lease buffer (see :mod:`radixkv.components.request`)."""
 
 
 class LeaseState(enum.Enum):
@@ -23,64 +30,60 @@ def _readonly(view: np.ndarray) -> np.ndarray:
     return view
 
 
+_EMPTY = _readonly(np.zeros(0, dtype=np.int64))
+
+
 class Lease:
     """A request admitted by :meth:`PrefixCache.admit`. Callers read it; only the cache that
-    issued it changes it.
+    issued it changes it. Slot arrays it returns are read-only views, valid while the lease
+    is active (copy them to keep them).
 
-    FULL: ``slots[i]`` is the KV slot of token ``i``. The first ``tree_owned`` slots belong
-    to the tree (borrowed at admission, or committed since) and are pinned by ``lock``; the
-    rest, to the end of the last allocated page, belong to the lease. ``cached_length`` is
-    how many prompt tokens were reused at admission.
+    Per-token components: ``slots_of(name)`` holds the request's slots of tokens
+    ``start_of(name) ..``: the window the tree lent at admission (from ``lent_from(name)``,
+    what its lock pins), then the lease's own; tokens before ``dropped_of(name)`` left the
+    window and their own slots were released (:meth:`PrefixCache.slide_window`). For the
+    primary (FULL) component that is every token: ``slots[i]`` is the slot of token ``i``. The first
+    ``tree_owned`` tokens belong to the tree (borrowed at admission, or committed since) and
+    are pinned by ``lock``; the rest, to the end of the last allocated page, belong to the
+    lease. ``cached_length`` is how many prompt tokens were reused at admission.
 
-    SWA: ``swa_slots`` holds the SWA slots of tokens ``swa_start ..`` (the window the tree
-    lent at admission, then the lease's own); tokens before ``swa_dropped`` left the window
-    and their own slots were released.
+    State component (MAMBA): ``state_slot`` is the request's working state;
+    ``copy_state_from`` is the tree's state to copy into it before prefilling (copy-on-write),
+    ``None`` to start from zeros; ``checkpoint_hints`` are positions where saving a state lets
+    later requests hit; ``checkpoints`` maps positions to the state slots saved there.
 
-    MAMBA: ``state_slot`` is the request's working state; ``copy_state_from`` is the
-    tree's state to copy into it before prefilling (copy-on-write), ``None`` to start from
-    zeros; ``checkpoint_hints`` are positions where saving a state lets later requests hit;
-    ``checkpoints`` maps positions to the state slots the request saved there.
+    ``swa_slots``, ``swa_start``, ``swa_dropped``, ``own_swa_slots`` and ``window_start``
+    are shorthands for the component named ``"swa"`` (empty or 0 without it).
     """
 
     __slots__ = (
-        "_full",
+        "_names",
         "_num_slots",
-        "_swa",
         "_tokens",
+        "buffers",
         "cached_length",
-        "checkpoint_hints",
-        "checkpoints",
-        "copy_state_from",
         "id",
         "lock",
         "namespace",
         "owner",
         "priority",
         "state",
-        "state_slot",
-        "swa_dropped",
         "tree_owned",
         "ttl",
-        "window_start",
     )
 
     def __init__(
         self, owner: object, lease_id: int, namespace: Namespace, cached_length: int,
-        lock: Lock | None, priority: int, ttl: int | None,
+        lock: Lock | None, priority: int, ttl: int | None, buffers: list[Buffer],
+        names: tuple[str, ...],
     ) -> None:
         self.owner, self.id, self.namespace = owner, lease_id, namespace
         self._tokens = bytearray()
-        self._full = np.empty(16, dtype=np.int64)
-        self._swa: np.ndarray | None = None
+        self.buffers, self._names = buffers, names
         self._num_slots = 0
         self.cached_length = self.tree_owned = cached_length
         self.lock, self.priority, self.ttl = lock, priority, ttl
         self.state = LeaseState.ACTIVE
-        self.window_start = self.swa_dropped = 0
-        self.state_slot: int | None = None
-        self.copy_state_from: int | None = None
-        self.checkpoint_hints: tuple[int, ...] = ()
-        self.checkpoints: dict[int, int] = {}
 
     # ---------------------------------------------------------------- tokens and FULL
 
@@ -95,73 +98,132 @@ class Lease:
 
     @property
     def slots(self) -> np.ndarray:
-        """FULL slot of each token so far (a read-only view; copy it to keep it)."""
-        return _readonly(self._full[: self.num_tokens])
+        """Primary (FULL) slot of each token so far (a read-only view)."""
+        return _readonly(self._primary.slots[: self.num_tokens])
 
     @property
     def allocated_slots(self) -> np.ndarray:
-        """Every FULL slot of the lease's pages, tree-owned prefix included (read-only)."""
-        return _readonly(self._full[: self._num_slots])
+        """Every primary slot of the lease's pages, tree-owned prefix included (read-only)."""
+        return _readonly(self._primary.slots[: self._num_slots])
 
     @property
     def own_slots(self) -> np.ndarray:
-        """FULL slots the lease itself holds (beyond the tree-owned prefix), whole pages."""
-        return _readonly(self._full[self.tree_owned : self._num_slots])
+        """Primary slots the lease itself holds (beyond the tree-owned prefix), whole pages."""
+        return _readonly(self._primary.slots[self.tree_owned : self._num_slots])
 
-    # ---------------------------------------------------------------- SWA
+    @property
+    def _primary(self) -> TokenBuffer:
+        buffer = self.buffers[PRIMARY]
+        assert isinstance(buffer, TokenBuffer)
+        return buffer
+
+    # ---------------------------------------------------------------- per component
+
+    def buffer(self, name: str) -> Buffer:
+        """The cache-internal buffer of component ``name``; :class:`InvalidArgumentError`
+        if the cache has no such component."""
+        if name not in self._names:
+            raise InvalidArgumentError(f"this cache has no component {name!r}")
+        return self.buffers[self._names.index(name)]
+
+    def _tokens_of(self, name: str) -> TokenBuffer | None:
+        if name not in self._names:
+            return None
+        buffer = self.buffers[self._names.index(name)]
+        if not isinstance(buffer, TokenBuffer):
+            raise InvalidArgumentError(f"component {name!r} does not hold slots per token")
+        return buffer
+
+    def start_of(self, name: str) -> int:
+        """First token whose slot of per-token component ``name`` the lease can use."""
+        buffer = self._tokens_of(name)
+        return 0 if buffer is None else buffer.start
+
+    def dropped_of(self, name: str) -> int:
+        """Tokens before this left the window of component ``name``; their own slots were
+        released."""
+        buffer = self._tokens_of(name)
+        return 0 if buffer is None else buffer.dropped
+
+    def slots_of(self, name: str) -> np.ndarray:
+        """Slots of component ``name`` for tokens ``start_of(name) .. num_tokens-1``."""
+        buffer = self._tokens_of(name)
+        if buffer is None:
+            return _EMPTY
+        return _readonly(buffer.slots[buffer.start : self.num_tokens])
+
+    def own_slots_of(self, name: str) -> np.ndarray:
+        """Slots of component ``name`` the lease itself holds, whole pages."""
+        buffer = self._tokens_of(name)
+        if buffer is None:
+            return _EMPTY
+        start = max(self.tree_owned, buffer.dropped)
+        return _readonly(buffer.slots[start : self._num_slots])
+
+    def lent_from(self, name: str) -> int:
+        """First token of the window of component ``name`` that the lease's lock pins."""
+        buffer = self._tokens_of(name)
+        return 0 if buffer is None else buffer.lent_from
+
+    @property
+    def window_start(self) -> int:
+        return self.lent_from("swa")
 
     @property
     def swa_start(self) -> int:
-        """First token whose SWA slot the lease can use."""
-        return max(self.window_start, self.swa_dropped)
+        return self.start_of("swa")
+
+    @property
+    def swa_dropped(self) -> int:
+        return self.dropped_of("swa")
 
     @property
     def swa_slots(self) -> np.ndarray:
-        """SWA slots of tokens ``swa_start .. num_tokens-1`` (read-only; empty without SWA)."""
-        if self._swa is None:
-            return np.zeros(0, dtype=np.int64)
-        return _readonly(self._swa[self.swa_start : self.num_tokens])
-
-    def swa_buffer(self) -> np.ndarray:
-        """SWA slots aligned to token positions (cache-internal; only ``swa_start..`` valid)."""
-        assert self._swa is not None
-        return self._swa[: self._num_slots]
+        return self.slots_of("swa")
 
     @property
     def own_swa_slots(self) -> np.ndarray:
-        """SWA slots the lease itself holds, whole pages (empty without SWA)."""
-        if self._swa is None:
-            return np.zeros(0, dtype=np.int64)
-        return _readonly(self._swa[max(self.tree_owned, self.swa_dropped) : self._num_slots])
+        return self.own_slots_of("swa")
 
-    # ---------------------------------------------------------------- cache-internal updates
+    # ---------------------------------------------------------------- the state component
 
-    def append(self, packed: bytes, full: np.ndarray, swa: np.ndarray | None) -> None:
-        """Record tokens (packed little-endian u32) and the whole pages allocated for them
-        (FULL, and SWA alongside)."""
-        need = self._num_slots + len(full)
-        if need > len(self._full):
-            size = max(need, 2 * len(self._full))
-            self._full = _grown(self._full, size, self._num_slots)
-            if self._swa is not None:
-                self._swa = _grown(self._swa, size, self._num_slots)
-        if swa is not None:
-            if self._swa is None:
-                self._swa = np.zeros(len(self._full), dtype=np.int64)
-            self._swa[self._num_slots : need] = swa
-        self._full[self._num_slots : need] = full
-        self._num_slots = need
+    @property
+    def _state(self) -> StateBuffer | None:
+        for buffer in self.buffers:
+            if isinstance(buffer, StateBuffer):
+                return buffer
+        return None
+
+    @property
+    def state_slot(self) -> int | None:
+        state = self._state
+        return None if state is None else state.working
+
+    @property
+    def copy_state_from(self) -> int | None:
+        state = self._state
+        return None if state is None else state.copy_from
+
+    @property
+    def checkpoint_hints(self) -> tuple[int, ...]:
+        state = self._state
+        return () if state is None else state.hints
+
+    @property
+    def checkpoints(self) -> dict[int, int]:
+        """Positions and the state slots saved there (a copy)."""
+        state = self._state
+        return {} if state is None else dict(state.checkpoints)
+
+    # ---------------------------------------------------------------- cache-internal
+
+    def record(self, packed: bytes, added: int) -> int:
+        """Record tokens (packed little-endian u32) and ``added`` allocated slots (whole
+        pages); return how many slots were allocated before."""
+        used = self._num_slots
+        self._num_slots = used + added
         self._tokens += packed
-
-    def adopt_prefix(self, full: np.ndarray) -> None:
-        """The tree now owns the first ``len(full)`` tokens, with these FULL slots."""
-        self._full[: len(full)] = full
-        self.tree_owned = len(full)
-
-    def set_swa(self, start: int, values: np.ndarray) -> None:
-        """Write SWA slots the tree lends for tokens ``start ..``."""
-        assert self._swa is not None
-        self._swa[start : start + len(values)] = values
+        return used
 
     def key_tokens(self) -> bytes:
         """The packed little-endian u32 tokens."""
@@ -172,9 +234,3 @@ class Lease:
             f"Lease(id={self.id}, state={self.state.value}, tokens={self.num_tokens}, "
             f"cached={self.cached_length}, tree_owned={self.tree_owned})"
         )
-
-
-def _grown(buffer: np.ndarray, size: int, used: int) -> np.ndarray:
-    grown = np.zeros(size, dtype=np.int64)
-    grown[:used] = buffer[:used]
-    return grown

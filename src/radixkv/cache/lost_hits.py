@@ -21,14 +21,16 @@ from ..core.node import Node
 from ..core.tree import TreeCore
 from ..core.types import TreeMatch
 
-LOST_REASONS = {"full": "evicted", "swa": "tombstone", "mamba": "no_state"}
-"""The reason a component's cut stands for, by component kind (any other kind: ``cut``).
-FULL: the device value was evicted (a host-only node). SWA: a window tombstone inside the
-last W tokens. MAMBA: no state checkpoint at the position the prefix would end."""
+LOST_REASONS = {"full": "evicted", "swa": "tombstone", "chunked": "tombstone",
+                "mamba": "no_state"}
+"""The reason a component's cut stands for, by component name (a user's component: ``cut``).
+FULL: the device value was evicted (a host-only node). SWA, chunked local: a tombstone in
+the window the prefix needs. MAMBA: no state checkpoint at the position the prefix would
+end."""
 
 
-def reason_of(kind: str) -> str:
-    return LOST_REASONS.get(kind, "cut")
+def reason_of(name: str) -> str:
+    return LOST_REASONS.get(name, "cut")
 
 
 def structural_path(tree: TreeCore, found: TreeMatch, key: bytes,

@@ -13,14 +13,15 @@ from .config import CacheConfig
 
 
 class ComponentPools:
-    """``pools[c]`` holds the slots of component ``c`` (KV slots for FULL and SWA, state slots
-    for MAMBA). Room is made by evicting from the tree in the same order."""
+    """``pools[c]`` holds the slots of component ``c`` (KV slots of per-token components,
+    state slots of the others), shaped by its spec. Room is made by evicting from the tree."""
 
     def __init__(self, config: CacheConfig, tree: TreeCore) -> None:
         self.tree = tree
         self.pools = [
-            SlotPool(SlotPoolConfig(capacity=capacity, page_size=page, name=name))
-            for name, capacity, page in config.pool_capacities()
+            SlotPool(SlotPoolConfig(capacity=shape.capacity, page_size=shape.page_size,
+                                    name=name))
+            for name, shape in config.pool_shapes()
         ]
 
     def __getitem__(self, index: int) -> SlotPool:

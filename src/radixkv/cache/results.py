@@ -3,42 +3,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.types import NodeId
 
+if TYPE_CHECKING:
+    from ..components import Component
 
-def checkpoint_hints(length: int, branch: int, num_tokens: int, page_size: int,
-                     interval: int) -> tuple[int, ...]:
-    """Where a request whose prompt of ``num_tokens`` tokens matched ``length`` (and ran
-    along the tree structurally to ``branch``) should save MAMBA states while prefilling:
-    every track ``interval`` past the match, the branch point (the next request sharing this
-    prefix branches there too), and the prompt's last page boundary; sorted, pure."""
-    end = num_tokens - num_tokens % page_size
-    hints = set(range(length - length % interval + interval, end + 1, interval))
-    if length < branch < end:
-        hints.add(branch)
-    if end > length:
-        hints.add(end)
-    return tuple(sorted(hints))
+PRIMARY = 0
+"""Index of the primary component (FULL): the configuration lists it first."""
 
 
-HintInputs = tuple[int, int, tuple[int, int]]
-"""``(branch, num_tokens, (page_size, interval))``: what :func:`checkpoint_hints` needs
-besides the match length, kept by a match result until read."""
+HintInputs = tuple[int, int, "Component"]
+"""``(branch, num_tokens, state component)``: what the state component's
+``checkpoint_hints`` needs besides the match length, kept by a match result until read."""
 
 
 class MatchResult:
     """The longest cached prefix usable by every component (read-only by convention).
 
-    ``length``: tokens of the prompt whose KV state is cached. ``slots``: the FULL slot ids of
-    those tokens (a fresh array the caller may keep; concatenated on first access, from the
-    arrays the match found). ``node``: handle of the node where the prefix ends (``None``
-    when ``length`` is 0). ``host_length``: further tokens available on the host tier.
-    ``mamba_slot``: the state slot to copy from, if any. ``checkpoint_hints``: positions
-    where a request with this prompt should save MAMBA states so that later requests hit
-    (empty without MAMBA).
+    ``length``: tokens of the prompt whose KV state is cached. ``slots``: the primary (FULL)
+    slot ids of those tokens, a fresh array the caller may keep; the ids stay valid only
+    while the prefix is locked (``lock(result)`` or an admitted lease) or, unlocked, until
+    the cache's next mutation (any eviction may free them). ``node``: handle of the node
+    where the prefix ends (``None`` when ``length`` is 0). ``host_length``: further tokens
+    available on the host tier. ``mamba_slot``: the state slot to copy from, if any (valid
+    under the same rule). ``checkpoint_hints``: positions where a request with this prompt
+    should save states so that later requests hit (empty without a state component).
     """
 
     __slots__ = ("_hint_inputs", "_path_values", "_slots", "_state", "host_length", "length",
@@ -59,7 +52,7 @@ class MatchResult:
     @property
     def slots(self) -> np.ndarray:
         if self._slots is None:
-            parts = [values[0] for values in self._path_values]  # FULL is component 0
+            parts = [values[PRIMARY] for values in self._path_values]
             joined = np.concatenate(parts) if parts else np.zeros(0, np.int64)  # type: ignore[arg-type]
             self._slots = joined[: self.length]
         return self._slots
@@ -72,8 +65,8 @@ class MatchResult:
     def checkpoint_hints(self) -> tuple[int, ...]:
         if self._hint_inputs is None:
             return ()
-        branch, num_tokens, (page_size, interval) = self._hint_inputs
-        return checkpoint_hints(self.length, branch, num_tokens, page_size, interval)
+        branch, num_tokens, component = self._hint_inputs
+        return component.checkpoint_hints(self.length, branch, num_tokens)
 
     def __repr__(self) -> str:
         return (f"MatchResult(length={self.length}, slots={self.slots!r}, node={self.node}, "

@@ -1,8 +1,9 @@
 """The component interface: what one attention type's per-node value means.
 
 The tree calls these hooks and never asks which kind of component it talks to. A component is
-told its index in the tree's component list; ``node.values[index]`` and ``node.locks[index]``
-are its own. Hooks are pure unless they say otherwise; each costs O(1) or O(path depth).
+built from its spec (:mod:`radixkv.components.spec`) and told its index in the tree's
+component list; ``node.values[index]`` and ``node.locks[index]`` are its own. Hooks are pure
+unless they say otherwise; each costs O(1) or O(path depth).
 
 On insert each component receives its own *input* (FULL: a slot array aligned to the key;
 SWA: :class:`WindowInput`; MAMBA: ``{position: state slot}``) and decides, node by node, what
@@ -19,6 +20,8 @@ import numpy as np
 
 from ..core.node import Node
 from ..errors import InvalidSlotsError, InvariantError
+from .request import RequestSide, StateSide, TokenSide
+from .spec import ComponentSpec
 
 Adoption = tuple[np.ndarray | None, np.ndarray | None]
 """(value the node takes, caller slots to free); either may be ``None``."""
@@ -30,10 +33,12 @@ NO_SLOTS = np.zeros(0, dtype=np.int64)
 
 
 class Component(ABC):
-    """One attention type's view of the tree."""
+    """One attention type's view of the tree, built from its spec: ``Component(spec)``.
 
-    kind: ClassVar[str]
-    """Short name, e.g. ``"full"``; used in stats and error messages."""
+    ``name`` (the spec's) keys everything reported about it. ``per_token`` components hold
+    one slot per token (a request allocates one per token it adds); the others hold one
+    slot per value (a request allocates one working slot, and one per checkpoint it saves).
+    """
 
     publishes_events: ClassVar[bool] = False
     """Whether storing/removing this component's values emits KV events."""
@@ -57,7 +62,9 @@ class Component(ABC):
     can be candidates (the tree then checks queue membership on the last node of a
     matched path only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: ComponentSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
         self.index = 0
         self.page_size = 1
 
@@ -82,6 +89,30 @@ class Component(ABC):
         in ``node``: the lock pins ``node`` and its ancestors whose ``start`` is at least this
         position (0 pins the whole path). Splits keep it exact: an upper half keeps the
         original start."""
+
+    def window_start(self, length: int) -> int:
+        """First key position whose value a prefix of ``length`` positions still needs from
+        this component (0: all of them). Non-decreasing in ``length``. A request may free
+        its own slots before it once it has computed ``length`` tokens; pure, O(1)."""
+        return 0
+
+    def checkpoint_hints(self, length: int, branch: int, num_tokens: int) -> tuple[int, ...]:
+        """Positions where a request whose prompt of ``num_tokens`` matched ``length`` (and
+        ran along the tree to ``branch``) should save values of this component while
+        prefilling, so that later requests hit; sorted, pure (default: none)."""
+        return ()
+
+    # ---------------------------------------------------------------- request side
+
+    def request_side(self) -> RequestSide:
+        """How requests hold this component's slots (see :mod:`radixkv.components.request`):
+        a :class:`TokenSide` for per-token components, else a :class:`StateSide`."""
+        return TokenSide(self) if self.per_token else StateSide(self)
+
+    def token_input(self, slots: np.ndarray, live_from: int) -> object:
+        """The insert input of a per-token request's ``slots`` (aligned to the key), of which
+        the caller holds those from ``live_from`` on (default: the slots themselves)."""
+        return slots
 
     # ---------------------------------------------------------------- eviction
 
@@ -120,7 +151,7 @@ class Component(ABC):
         value = node.values[self.index]
         if value is not None and len(value) != node.length:
             raise InvariantError(
-                f"{self.kind} value of node {node.id} has {len(value)} slots for "
+                f"{self.name} value of node {node.id} has {len(value)} slots for "
                 f"{node.length} key elements"
             )
 
@@ -131,7 +162,7 @@ class Component(ABC):
         ``length`` elements (default: a slot array aligned to the key)."""
         if not isinstance(data, np.ndarray) or len(data) != length:
             size = len(data) if isinstance(data, np.ndarray) else type(data).__name__
-            raise InvalidSlotsError(f"{self.kind} slots: {size} for {length} key elements")
+            raise InvalidSlotsError(f"{self.name} slots: {size} for {length} key elements")
 
     def insert_limit(self, data: object, length: int, borrowed: int) -> int:
         """How much of a key of ``length`` elements this component lets the tree cache."""

@@ -11,7 +11,7 @@ from .base import Adoption, Component, PathAdoption, per_token_adoption, per_tok
 
 
 class FullComponent(Component):
-    """Full-attention KV.
+    """Full-attention KV (spec :class:`FullAttention`).
 
     - usable: a prefix of length L needs a device value on every token in [0, L);
     - lock: pins the whole path to the root;
@@ -20,7 +20,6 @@ class FullComponent(Component):
     - insert input: a slot array aligned to the key.
     """
 
-    kind = "full"
     publishes_events = True
     whole_when_complete = True
     pins_whole_path = True

@@ -9,10 +9,11 @@ import numpy as np
 from ..core.node import Node
 from ..errors import InvalidSlotsError, InvariantError
 from .base import Adoption, Component
+from .spec import Mamba
 
 
 class MambaComponent(Component):
-    """State-space (Mamba) recurrent state.
+    """State-space (Mamba) recurrent state (spec :class:`Mamba`).
 
     - usable: a prefix of length L needs a state exactly at L (L = 0 needs none);
     - lock: pins only the node whose end holds the state;
@@ -23,9 +24,24 @@ class MambaComponent(Component):
       only up to the last checkpoint, since nothing after it could ever be matched.
     """
 
-    kind = "mamba"
     per_token = False
     pins_end_node = True
+
+    def __init__(self, spec: Mamba) -> None:
+        super().__init__(spec)
+        self.track_interval = spec.track_interval
+
+    def checkpoint_hints(self, length: int, branch: int, num_tokens: int) -> tuple[int, ...]:
+        """Every track interval past the match, the branch point (the next request sharing
+        this prefix branches there too), and the prompt's last page boundary."""
+        page, interval = self.page_size, self.track_interval
+        end = num_tokens - num_tokens % page
+        hints = set(range(length - length % interval + interval, end + 1, interval))
+        if length < branch < end:
+            hints.add(branch)
+        if end > length:
+            hints.add(end)
+        return tuple(sorted(hints))
 
     def usable_length(self, path: Sequence[Node], length: int) -> int:
         index = self.index

@@ -63,9 +63,13 @@ def _check_child(tree: TreeCore, parent: Node, first: bytes, child: Node) -> Non
         _fail(f"node {child.id} has {len(child.hashes)} page hashes for {child.length} elements")
     for component in tree.components:
         component.check_node(child)
-    for index in range(1, len(child.locks)):
-        if child.locks[index] > child.locks[index - 1]:
-            _fail(f"node {child.id} locks {child.locks} break FULL >= SWA >= MAMBA")
+    locks = child.locks
+    for index, depends in enumerate(tree.depends):
+        for dependency in depends:
+            if locks[index] > locks[dependency]:
+                names = tree.components[index].name, tree.components[dependency].name
+                _fail(f"node {child.id} locks {locks}: {names[0]} locked more often than "
+                      f"{names[1]}, which it depends on")
 
 
 def _check_locks(tree: TreeCore) -> None:
@@ -92,12 +96,12 @@ def _check_queues(tree: TreeCore) -> None:
         for node in tree.nodes.values():
             member = entries.get(node.id)
             if component.is_candidate(node) != (member is not None):
-                _fail(f"{component.kind} candidate set is wrong about node {node.id}")
+                _fail(f"{component.name} candidate set is wrong about node {node.id}")
             if member is not None and not _key_ok(tree, member[0], tree.policy.key(node)):
-                _fail(f"{component.kind} queue holds a stale key for node {node.id}")
+                _fail(f"{component.name} queue holds a stale key for node {node.id}")
         for node_id, node in queue.parked.items():
             if node_id not in entries or not node.locks[component.index]:
-                _fail(f"{component.kind} parked node {node_id} is not a locked member")
+                _fail(f"{component.name} parked node {node_id} is not a locked member")
 
 
 def _key_ok(tree: TreeCore, stored: tuple[int, ...], current: tuple[int, ...]) -> bool:
@@ -116,7 +120,7 @@ def _check_ledgers(tree: TreeCore) -> None:
                 protected += size if node.locks[index] else 0
         if (cached, protected) != (tree.cached[index], tree.protected[index]):
             _fail(
-                f"{component.kind} ledger says cached={tree.cached[index]} "
+                f"{component.name} ledger says cached={tree.cached[index]} "
                 f"protected={tree.protected[index]}, nodes say {cached}/{protected}"
             )
 
@@ -127,7 +131,7 @@ def _check_holes(tree: TreeCore) -> None:
         holes = sum(1 for n in tree.nodes.values() if n.parent is not None
                     and n.values[index] is None)
         if holes != tree.holes[index]:
-            _fail(f"{component.kind}: {holes} nodes lack a value, the tree counts "
+            _fail(f"{component.name}: {holes} nodes lack a value, the tree counts "
                   f"{tree.holes[index]}")
 
 
@@ -135,7 +139,7 @@ def _check_no_double_slots(tree: TreeCore) -> None:
     for component in tree.components:
         held = tree.all_values(component.index)
         if np.unique(held).size != held.size:
-            _fail(f"{component.kind}: a slot is held by two nodes")
+            _fail(f"{component.name}: a slot is held by two nodes")
 
 
 def snapshot_tree(tree: TreeCore) -> Any:

@@ -14,8 +14,9 @@ from .types import TreeEvict
 
 class Evictor(TreeState):
     """Component ``c`` evicts from its own candidate queue; evicting its value on a node also
-    evicts the values of every later component there (FULL → SWA → MAMBA), and a node its
-    component calls useless afterwards is removed whole."""
+    evicts the values there of every component that depends on it (the cascade, from the
+    specs' declarations: FULL → SWA → MAMBA), and a node its component calls useless
+    afterwards is removed whole."""
 
     def evict(self, budgets: Sequence[int]) -> TreeEvict:
         """Evict, per component, at least ``budgets[c]`` (ledger units) in policy order, or
@@ -40,13 +41,16 @@ class Evictor(TreeState):
     def _evict_node(
         self, node: Node, first: int, freed: list[list[np.ndarray]], evicted: list[int]
     ) -> None:
-        for index in range(first, len(self.components)):
-            self._drop(node, index, "budget" if index == first else "cascade", freed, evicted)
+        self._drop(node, first, "budget", freed, evicted)
+        cascade = self.cascade[first]
+        for index in cascade:
+            self._drop(node, index, "cascade", freed, evicted)
         if not self.components[first].removes_node(node):
             self._refresh(node)
             return
-        for index in range(first):
-            self._drop(node, index, "removal", freed, evicted)
+        for index in range(len(self.components)):
+            if index != first and index not in cascade:
+                self._drop(node, index, "removal", freed, evicted)
         parent = node.parent
         self._remove(node)
         while parent is not None and self._useless(parent):

@@ -34,6 +34,33 @@ def lock_mode(component: Component) -> str:
     return NODE if component.pins_end_node else BOUNDARY
 
 
+def _dependencies(components: Sequence[Component]) -> list[tuple[int, ...]]:
+    """Per component, the indices of what its spec depends on; :class:`ConfigError` unless
+    each is present and earlier in the list."""
+    specs = [component.spec for component in components]
+    index = {spec.name: position for position, spec in enumerate(specs)}
+    found = []
+    for position, spec in enumerate(specs):
+        names = spec.depends_on(specs)
+        if any(index.get(name, position) >= position for name in names):
+            raise ConfigError(f"{spec.name!r} depends on {names}: each must come before it")
+        found.append(tuple(index[name] for name in names))
+    return found
+
+
+def _dependents(depends: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Per component, every component that depends on it directly or transitively, in
+    component order (dependencies always come first)."""
+    result: list[tuple[int, ...]] = []
+    for component in range(len(depends)):
+        reached = {component}
+        for later in range(component + 1, len(depends)):
+            if reached.intersection(depends[later]):
+                reached.add(later)
+        result.append(tuple(sorted(reached - {component})))
+    return result
+
+
 class TreeState:
     """Nodes, roots, queues, ledgers, locks and the clock of one tree.
 
@@ -53,6 +80,10 @@ class TreeState:
         self.components = list(components)
         for index, component in enumerate(self.components):
             component.bind(index, config.page_size)
+        self.depends = _dependencies(self.components)
+        """Per component, the indices of the components it depends on (its spec says)."""
+        self.cascade = _dependents(self.depends)
+        """Per component, what evicting its value on a node evicts along (dependents)."""
         self.policy = make_policy(config.policy)
         self._lock_modes = [lock_mode(c) for c in self.components]
         self._sizes = [None if c.per_token else c.value_size for c in self.components]

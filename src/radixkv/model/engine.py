@@ -67,8 +67,8 @@ class Engine:
         if chunk < 1 or max_running < 1:
             raise ConfigError("chunk and max_running must be >= 1")
         config = cache.config
-        self.has_swa = "swa" in config.components
-        self.has_mamba = "mamba" in config.components
+        self.has_swa = "swa" in config.names
+        self.has_mamba = "mamba" in config.names
         if "ssm" in decoder.config.layers and not self.has_mamba:
             raise ConfigError("a model with SSM layers needs a cache with the 'mamba' component")
         self.decoder, self.cache = decoder, cache

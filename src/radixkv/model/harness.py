@@ -146,7 +146,7 @@ def verify(
     records = runner.run(specs, ran)
     cache.check_invariants()
     stats = cache.stats()
-    components = cache_config.components
+    components = cache_config.names
     return VerifyReport(
         groups=verdicts(records, reference, checked),
         reused={kind: count for kind, count in _reused(records).items() if kind in components},
