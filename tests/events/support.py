@@ -73,3 +73,18 @@ class FailingSends:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.sock, name)
+
+
+def require_dynamo_indexer() -> Any:
+    """Skip the calling test module unless pyzmq, msgpack and NVIDIA Dynamo's KV indexer
+    (``ai-dynamo-runtime``, part of the dev extra) are installed; returns the zmq module."""
+    import pytest
+
+    zmq = pytest.importorskip("zmq", reason="pyzmq is not installed (pip install -e '.[events]')")
+    pytest.importorskip("msgpack", reason="msgpack is not installed (pip install -e '.[events]')")
+    from .dynamo_indexer import indexer_installed
+
+    if not indexer_installed():
+        pytest.skip("NVIDIA Dynamo's KV indexer is not installed: pip install "
+                    "ai-dynamo-runtime==1.6.1 (part of the dev extra)", allow_module_level=True)
+    return zmq

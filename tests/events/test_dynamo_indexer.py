@@ -16,19 +16,14 @@ from typing import Any
 
 import pytest
 
-zmq = pytest.importorskip("zmq", reason="pyzmq is not installed (pip install -e '.[events]')")
-pytest.importorskip("msgpack", reason="msgpack is not installed (pip install -e '.[events]')")
+from .support import require_dynamo_indexer
 
-
-from .dynamo_indexer import Indexer, indexer_installed  # noqa: E402
-
-if not indexer_installed():
-    pytest.skip("NVIDIA Dynamo's KV indexer is not installed: pip install "
-                "ai-dynamo-runtime==1.6.1 (part of the dev extra)", allow_module_level=True)
+zmq = require_dynamo_indexer()
 
 from radixkv import PrefixCache  # noqa: E402
 from radixkv.events import KVEventPublisher  # noqa: E402
 
+from .dynamo_indexer import Indexer  # noqa: E402
 from .support import LOOPBACK, FailingSends, insert, make_cache, wait_for  # noqa: E402
 
 PAGE = 4

@@ -139,8 +139,7 @@ class KVEventPublisher:
         Raises :class:`InvalidArgumentTypeError` for a non-cache, and
         :class:`PublisherClosedError` after :meth:`close`."""
         self._check(cache)
-        log_ = cache.tree.log
-        dropped = log_.dropped_since_take
+        dropped = cache.tree.log.dropped_since_take  # read before the drain resets it
         events = cache.take_events()
         if dropped:
             self.cache_dropped += dropped
