@@ -64,3 +64,11 @@ class OutOfSlotsError(RadixKVError, MemoryError):
 
 class InvariantError(RadixKVError, AssertionError):
     """``check_invariants()`` found the cache in an inconsistent state (a bug in radixkv)."""
+
+
+class InvalidArgumentTypeError(RadixKVError, TypeError):
+    """An argument has the wrong type (e.g. ``publish(None)`` instead of a cache)."""
+
+
+class PublisherClosedError(RadixKVError, RuntimeError):
+    """A KV event publisher was used after :meth:`~radixkv.events.KVEventPublisher.close`."""

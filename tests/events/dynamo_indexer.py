@@ -3,6 +3,7 @@ the events tests. Everything is on loopback; the process is always stopped."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -16,6 +17,15 @@ from typing import Any
 from radixkv.events import KVEventPublisher
 
 from .support import free_port
+
+
+def indexer_installed() -> bool:
+    """Whether ``dynamo.indexer`` (the ``ai-dynamo-runtime`` wheel) can be run."""
+    try:
+        return importlib.util.find_spec("dynamo.indexer") is not None
+    except ModuleNotFoundError:  # no ``dynamo`` package at all
+        return False
+
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -86,12 +96,14 @@ class Indexer:
         })
         assert status == 201, body
 
-    def scores(self, tokens: list[int], model: str, lora_name: str | None = None
-               ) -> dict[int, int]:
+    def scores(self, tokens: list[int], model: str, lora_name: str | None = None,
+               cache_salt: str | None = None) -> dict[int, int]:
         """Matched tokens per instance (data-parallel rank 0) for a prompt."""
         body: dict[str, Any] = {"token_ids": tokens, "model_name": model}
         if lora_name is not None:
             body["lora_name"] = lora_name
+        if cache_salt is not None:
+            body["cache_salt"] = cache_salt
         status, reply = self.post("/query", body)
         assert status == 200, reply
         return {int(instance): ranks.get("0", 0) for instance, ranks in reply["scores"].items()}

@@ -5,9 +5,12 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from radixkv import CacheConfig, PrefixCache
+
+if TYPE_CHECKING:
+    from radixkv.events import KVEventPublisher
 
 T = TypeVar("T")
 
@@ -41,3 +44,47 @@ def wait_for(probe: Callable[[], T], done: Callable[[T], bool], timeout: float =
         if done(result) or time.monotonic() >= deadline:
             return result
         time.sleep(interval)
+
+
+def publisher(**options: Any) -> KVEventPublisher:
+    """A publisher bound on loopback (PUB and replay, ports chosen by the OS), without
+    heartbeats unless asked, so that tests can count batches exactly."""
+    from radixkv.events import KVEventPublisher  # only where the events extra is installed
+
+    settings: dict[str, Any] = {"endpoint": LOOPBACK, "bind": True, "replay_endpoint": LOOPBACK,
+                                "heartbeat_interval": None}
+    return KVEventPublisher(**(settings | options))
+
+
+class FailingSends:
+    """Wraps the publisher's PUB socket so that its next ``failures`` sends fail."""
+
+    def __init__(self, sock: Any, failures: int) -> None:
+        self.sock = sock
+        self.failures = failures
+
+    def send_multipart(self, frames: list[bytes], flags: int = 0) -> None:
+        if self.failures:
+            self.failures -= 1
+            import zmq  # only where the events extra is installed
+
+            raise zmq.ZMQError(zmq.EAGAIN, "injected send failure")
+        self.sock.send_multipart(frames, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
+def require_dynamo_indexer() -> Any:
+    """Skip the calling test module unless pyzmq, msgpack and NVIDIA Dynamo's KV indexer
+    (``ai-dynamo-runtime``, part of the dev extra) are installed; returns the zmq module."""
+    import pytest
+
+    zmq = pytest.importorskip("zmq", reason="pyzmq is not installed (pip install -e '.[events]')")
+    pytest.importorskip("msgpack", reason="msgpack is not installed (pip install -e '.[events]')")
+    from .dynamo_indexer import indexer_installed
+
+    if not indexer_installed():
+        pytest.skip("NVIDIA Dynamo's KV indexer is not installed: pip install "
+                    "ai-dynamo-runtime==1.6.1 (part of the dev extra)", allow_module_level=True)
+    return zmq

@@ -10,51 +10,23 @@ and ``POST /query {"token_ids", "model_name", "lora_name"?}`` answers
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-zmq = pytest.importorskip("zmq", reason="pyzmq is not installed (pip install -e '.[events]')")
-pytest.importorskip("msgpack", reason="msgpack is not installed (pip install -e '.[events]')")
+from .support import require_dynamo_indexer
 
-
-def _indexer_installed() -> bool:
-    try:
-        return importlib.util.find_spec("dynamo.indexer") is not None
-    except ModuleNotFoundError:  # no ``dynamo`` package at all
-        return False
-
-
-if not _indexer_installed():
-    pytest.skip("NVIDIA Dynamo's KV indexer is not installed: pip install "
-                "ai-dynamo-runtime==1.6.1 (part of the dev extra)", allow_module_level=True)
+zmq = require_dynamo_indexer()
 
 from radixkv import PrefixCache  # noqa: E402
 from radixkv.events import KVEventPublisher  # noqa: E402
 
 from .dynamo_indexer import Indexer  # noqa: E402
-from .support import LOOPBACK, insert, make_cache, wait_for  # noqa: E402
+from .support import LOOPBACK, FailingSends, insert, make_cache, wait_for  # noqa: E402
 
 PAGE = 4
-# Warnings Dynamo logs when it drops events it cannot use; none may ever appear.
-REJECTIONS = ("Failed to find parent", "Block not published", "Failed to decode",
-              "skipping", "ERROR")
-
-
-@pytest.fixture(scope="module")
-def indexer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Indexer]:
-    server = Indexer(tmp_path_factory.mktemp("dynamo") / "indexer.log")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-    log = server.log()
-    assert not [line for line in log.splitlines() if any(r in line for r in REJECTIONS)], log
 
 
 def expected_scores(cache: PrefixCache, instance: int, probes: list[Any]) -> list[dict[int, int]]:
@@ -122,40 +94,25 @@ def test_scores_follow_inserts_evictions_and_reset(indexer: Indexer) -> None:
     assert indexer.post("/unregister", {"instance_id": instance, "model_name": model})[0] == 200
 
 
-class FailingSends:
-    """Wraps the publisher's PUB socket so that its next ``failures`` sends fail."""
-
-    def __init__(self, sock: Any, failures: int) -> None:
-        self.sock = sock
-        self.failures = failures
-
-    def send_multipart(self, frames: list[bytes], flags: int = 0) -> None:
-        if self.failures:
-            self.failures -= 1
-            raise zmq.ZMQError(zmq.EAGAIN, "injected send failure")
-        self.sock.send_multipart(frames, flags)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sock, name)
-
-
 def test_a_lost_batch_makes_the_indexer_replay_and_converge(
     indexer: Indexer, caplog: pytest.LogCaptureFixture,
 ) -> None:
     model, instance = "gap", 12
     cache = make_cache(page_size=PAGE, capacity=128)
     probes = [(A, None), (B, None), (C, None), (BIG, None)]
-    with publisher() as pub:
+    with publisher(heartbeat_interval=None) as pub:  # no heartbeat may reveal the gap early
         indexer.register(instance, model, pub, PAGE)
         time.sleep(0.3)
         insert(cache, A)
         pub.publish(cache)
         assert_follows(indexer, cache, model, instance, probes)
 
-        pub._socket = FailingSends(pub._socket, failures=1)
+        assert pub.flush(10)
+        pub._sender.socket = FailingSends(pub._sender.socket, failures=1)
         insert(cache, C)
         with caplog.at_level(logging.WARNING, logger="radixkv.events"):
             (lost,) = pub.publish(cache)  # the cache goes on; the batch stays in replay
+            assert pub.flush(10)
         assert pub.stats()["send_errors"] == 1
         assert len([r for r in caplog.records if r.name == "radixkv.events"]) == 1
         assert indexer.scores(C, model) == {}  # the indexer missed it, and cannot know yet

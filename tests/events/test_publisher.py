@@ -14,21 +14,22 @@ msgpack = pytest.importorskip(
     "msgpack", reason="msgpack is not installed (pip install -e '.[events]')")
 
 from radixkv import AllBlocksCleared, BlockStored  # noqa: E402
-from radixkv.errors import ConfigError  # noqa: E402
+from radixkv.errors import ConfigError, PublisherClosedError  # noqa: E402
 from radixkv.events import KVEventPublisher, PublisherConfig, offset_endpoint  # noqa: E402
 
-from .support import LOOPBACK, free_port, insert, make_cache, wait_for  # noqa: E402
+from .support import LOOPBACK, free_port, insert, make_cache, publisher, wait_for  # noqa: E402
 
 DEFAULT = (None, None)
 
 
 def replay_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "radixkv-replay"]
+    return [t for t in threading.enumerate() if t.name in ("radixkv-replay", "radixkv-events")]
 
 
 def kept(pub: KVEventPublisher) -> list[list[Any]]:
-    """The events of every batch the publisher keeps for replay, decoded."""
+    """The events of every batch the publisher keeps for replay, decoded (once sent)."""
     assert pub._buffer is not None
+    assert pub.flush(10)
     return [msgpack.unpackb(payload)[1] for _, payload in pub._buffer.since(0)]
 
 
@@ -65,9 +66,9 @@ def test_data_parallel_ranks_offset_tcp_ports_and_inproc_names() -> None:
 def test_a_rank_publishes_on_its_offset_port_and_names_itself_in_every_batch() -> None:
     port = free_port()
     with KVEventPublisher(endpoint=f"tcp://127.0.0.1:{port - 1}", bind=True,
-                          replay_endpoint=LOOPBACK, dp_rank=1) as pub:
+                          replay_endpoint=LOOPBACK, dp_rank=1, heartbeat_interval=None) as pub:
         assert pub.endpoint == f"tcp://127.0.0.1:{port}"
-        assert pub._buffer is not None
+        assert pub._buffer is not None and pub.flush(10)
         assert [msgpack.unpackb(p)[2] for _, p in pub._buffer.since(0)] == [1]
 
 
@@ -91,7 +92,7 @@ def test_connect_mode_reaches_a_collector_that_binds() -> None:
 
 def test_start_up_sends_all_blocks_cleared_and_empty_steps_send_nothing() -> None:
     cache = make_cache()
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK) as pub:
+    with publisher() as pub:
         assert pub.next_sequence == 1
         assert pub.publish(cache) == []
         insert(cache, [1, 2, 3])  # no full page
@@ -101,7 +102,7 @@ def test_start_up_sends_all_blocks_cleared_and_empty_steps_send_nothing() -> Non
 
 def test_one_batch_per_step_and_all_blocks_cleared_starts_a_batch() -> None:
     cache = make_cache()
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK) as pub:
+    with publisher() as pub:
         insert(cache, list(range(8)))
         insert(cache, list(range(10, 18)))
         assert pub.publish(cache) == [1]
@@ -130,12 +131,14 @@ def test_a_failed_send_is_counted_logged_once_and_kept_for_replay(
             self.sock.close()
 
     cache = make_cache()
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK) as pub:
-        pub._socket = Broken(pub._socket)  # type: ignore[assignment]
+    with publisher() as pub:
+        assert pub.flush(10)
+        pub._sender.socket = Broken(pub._sender.socket)  # type: ignore[assignment]
         with caplog.at_level(logging.WARNING, logger="radixkv.events"):
             for start in (0, 100, 200):
                 insert(cache, list(range(start, start + 8)))
                 assert len(pub.publish(cache)) == 1  # no exception, a sequence number used
+            assert pub.flush(10)
         assert pub.stats()["send_errors"] == 3
         assert len([r for r in caplog.records if r.name == "radixkv.events"]) == 1
         assert len(kept(pub)) == 4
@@ -143,29 +146,39 @@ def test_a_failed_send_is_counted_logged_once_and_kept_for_replay(
         assert cache.match(list(range(100, 108))).length == 8
 
 
-def test_an_event_that_cannot_be_encoded_is_counted_and_uses_no_sequence_number() -> None:
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True) as pub:
+def test_a_batch_that_cannot_be_encoded_goes_out_empty_and_the_next_publish_resyncs() -> None:
+    cache = make_cache()
+    insert(cache, list(range(8)))
+    with publisher() as pub:
         bad = BlockStored([1], None, [object()], 1, "GPU", DEFAULT)  # type: ignore[list-item]
-        assert pub.publish_events([bad]) == []
+        assert pub.publish_events([bad]) == [1]  # numbered on this thread, encoded on its own
+        assert kept(pub)[1] == []  # the number is kept: replay and routers see no hole
         assert pub.stats()["send_errors"] == 1
-        assert pub.publish_events([AllBlocksCleared()]) == [1]
+        assert pub.publish(cache) == [2, 3]  # everything, from AllBlocksCleared
+        assert [[e["type"] for e in batch] for batch in kept(pub)[2:]] == [
+            ["AllBlocksCleared"], ["BlockStored"]]
+        assert pub.stats()["resyncs"] == 1
+        assert pub.publish(cache) == []
 
 
-def test_close_is_idempotent_stops_the_thread_and_leaves_events_queued() -> None:
+def test_close_is_idempotent_stops_the_threads_and_publishing_afterwards_raises() -> None:
     cache = make_cache()
     before = len(replay_threads())
-    pub = KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK)
-    assert len(replay_threads()) == before + 1
+    pub = publisher()
+    assert len(replay_threads()) == before + 2
     pub.close()
     pub.close()
     assert pub.closed and len(replay_threads()) == before
     insert(cache, list(range(8)))
-    assert pub.publish(cache) == [] and pub.republish_all(cache) == []
-    assert len(cache.take_events()) == 1
+    for call in (lambda: pub.publish(cache), lambda: pub.republish_all(cache),
+                 lambda: pub.publish_events([AllBlocksCleared()])):
+        with pytest.raises(PublisherClosedError):
+            call()
+    assert len(cache.take_events()) == 1  # still queued in the cache
 
 
 def test_the_endpoints_are_free_again_after_close() -> None:
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK) as first:
+    with publisher() as first:
         endpoints = (first.endpoint, first.replay_endpoint)
     with KVEventPublisher(endpoint=endpoints[0], bind=True,
                           replay_endpoint=endpoints[1]) as second:
@@ -174,12 +187,12 @@ def test_the_endpoints_are_free_again_after_close() -> None:
 
 def test_an_endpoint_in_use_is_a_config_error_without_leaks() -> None:
     before = len(replay_threads())
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK) as pub:
+    with publisher() as pub:
         with pytest.raises(ConfigError):
             KVEventPublisher(endpoint=pub.endpoint, bind=True)
         with pytest.raises(ConfigError):
             KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=pub.replay_endpoint)
-        assert len(replay_threads()) == before + 1
+        assert len(replay_threads()) == before + 2
     assert len(replay_threads()) == before
 
 
@@ -189,8 +202,7 @@ def test_republish_all_sends_every_resident_page_parents_first_in_chunks() -> No
     for prompt in prompts:
         insert(cache, prompt)
     insert(cache, [1, 2, 3, 4], ("lora-c", None))
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK,
-                          republish_chunk=2) as pub:
+    with publisher(republish_chunk=2) as pub:
         pub.publish(cache)
         insert(cache, [8, 8, 8, 8])  # pending: the snapshot includes it, not twice
         seqs = pub.republish_all(cache)
@@ -213,7 +225,7 @@ def test_republish_all_sends_every_resident_page_parents_first_in_chunks() -> No
 
 def test_only_the_full_component_publishes_in_a_hybrid_cache() -> None:
     cache = make_cache(page_size=2, capacity=64, components=("full", "swa"), sliding_window=4)
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK) as pub:
+    with publisher() as pub:
         insert(cache, list(range(12)))
         insert(cache, [*range(8), 50, 51, 52, 53])
         assert len(pub.publish(cache)) == 1

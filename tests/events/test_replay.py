@@ -16,7 +16,7 @@ msgpack = pytest.importorskip(
 
 from radixkv.events import KVEventPublisher  # noqa: E402
 
-from .support import LOOPBACK, insert, make_cache  # noqa: E402
+from .support import LOOPBACK, insert, make_cache, publisher  # noqa: E402
 
 END = [b"", b"", b"\xff" * 8, b""]
 TOPIC = b"kv@pod-1@model"
@@ -51,15 +51,15 @@ def replay(sock: zmq.Socket, start: int, timeout_ms: int = 5000) -> list[list[by
 def publish_steps(pub: KVEventPublisher, steps: int) -> list[int]:
     """``steps`` scheduler steps that each store one new page: one batch each."""
     cache = make_cache(page_size=2)
-    return [seq for i in range(steps)
-            for seq in (insert(cache, [i, i + 1]) and pub.publish(cache))]
+    seqs = [seq for i in range(steps) for seq in (insert(cache, [i, i + 1]) and pub.publish(cache))]
+    assert pub.flush(10)  # sent on the publisher's thread: wait until replay has them
+    return seqs
 
 
 def test_replay_sends_every_batch_from_the_start_then_the_end_marker(
     context: zmq.Context,
 ) -> None:
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK,
-                          topic=TOPIC.decode()) as pub:
+    with publisher(topic=TOPIC.decode()) as pub:
         assert publish_steps(pub, 5) == [1, 2, 3, 4, 5]  # 0 was the start-up AllBlocksCleared
         client = dealer(context, pub.replay_endpoint or "")
         replies = replay(client, 2)
@@ -83,8 +83,7 @@ def test_replay_sends_every_batch_from_the_start_then_the_end_marker(
 
 
 def test_replay_keeps_only_the_last_buffer_steps_batches(context: zmq.Context) -> None:
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK,
-                          buffer_steps=3) as pub:
+    with publisher(buffer_steps=3) as pub:
         publish_steps(pub, 5)
         client = dealer(context, pub.replay_endpoint or "")
         replies = replay(client, 0)
@@ -96,7 +95,8 @@ def test_replay_keeps_only_the_last_buffer_steps_batches(context: zmq.Context) -
 def test_malformed_requests_are_ignored_and_the_server_keeps_serving(
     context: zmq.Context,
 ) -> None:
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK) as pub:
+    with publisher() as pub:
+        assert pub.flush(10)
         client = dealer(context, pub.replay_endpoint or "")
         client.send_multipart([b"", b"\x00\x00\x00\x00"])  # 4-byte sequence
         client.send_multipart([b"", b"", struct.pack(">Q", 0)])  # 4 frames at the ROUTER
@@ -110,7 +110,7 @@ def test_malformed_requests_are_ignored_and_the_server_keeps_serving(
 def test_clients_get_their_own_replies_while_batches_are_published(
     context: zmq.Context,
 ) -> None:
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK) as pub:
+    with publisher() as pub:
         writer = threading.Thread(target=publish_steps, args=(pub, 200))
         clients = [dealer(context, pub.replay_endpoint or "") for _ in range(3)]
         writer.start()
@@ -133,5 +133,5 @@ def test_without_a_replay_endpoint_there_is_no_replay_thread() -> None:
     before = {t.name for t in threading.enumerate()}
     with KVEventPublisher(endpoint=LOOPBACK, bind=True) as pub:
         assert pub.replay_endpoint is None
-        assert {t.name for t in threading.enumerate()} == before
+        assert {t.name for t in threading.enumerate()} - before == {"radixkv-events"}
         assert pub.stats()["replay_buffered"] == 0

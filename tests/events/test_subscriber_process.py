@@ -18,9 +18,9 @@ pytest.importorskip("zmq", reason="pyzmq is not installed (pip install -e '.[eve
 pytest.importorskip("msgpack", reason="msgpack is not installed (pip install -e '.[events]')")
 
 from radixkv.core.hashing import chain_page_digests, event_id, namespace_seed
-from radixkv.events import KVEventPublisher, wire_hash
+from radixkv.events import wire_hash
 
-from .support import LOOPBACK, insert, make_cache
+from .support import insert, make_cache, publisher
 
 SCRIPT = Path(__file__).with_name("subscriber.py")
 TOPIC = "kv@10.0.0.7@tiny-model"
@@ -75,8 +75,7 @@ def chain(tokens: list[int], namespace: tuple[object, object], page: int) -> lis
 def test_a_separate_subscriber_process_decodes_the_whole_stream() -> None:
     page = 4
     cache = make_cache(page_size=page, capacity=128)
-    with KVEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK,
-                          topic=TOPIC) as pub:
+    with publisher(topic=TOPIC) as pub:
         assert pub.replay_endpoint is not None
         sub = SubscriberProcess(pub.endpoint, pub.replay_endpoint, TOPIC)
         try:

@@ -72,6 +72,11 @@ EVENT_FIELDS: dict[str, list[tuple[str, Check]]] = {
     ],
     "AllBlocksCleared": [("type", _str)],
 }
+OPTIONAL_FIELDS: dict[str, list[tuple[str, Check]]] = {
+    # not a vLLM field (its decoder skips unknown keys); NVIDIA Dynamo folds it into its hash
+    "BlockStored": [("cache_salt", _str)],
+}
+"""Keys that may follow the required ones, in this order, when the namespace needs them."""
 MEDIA = {"GPU", "CPU", "STORAGE"}
 
 
@@ -110,7 +115,8 @@ def check_event(pairs: Any) -> tuple[dict[str, Any] | None, list[str]]:
     tag = pairs[0][1] if keys[0] == "type" else None
     if tag not in EVENT_FIELDS:
         return None, [f"first key must be 'type' with a known tag, got {pairs!r:.80}"]
-    fields = EVENT_FIELDS[tag]
+    required = EVENT_FIELDS[tag]
+    fields = required + OPTIONAL_FIELDS.get(tag, [])[: max(0, len(keys) - len(required))]
     errors = []
     if keys != [name for name, _ in fields]:
         errors.append(f"{tag} keys {keys} != {[name for name, _ in fields]}")

@@ -57,8 +57,10 @@ class RadixKVCache:
         elif self.mamba:
             extra = {"components": ("full", "mamba"), "mamba_states": shape.state_slots,
                      "mamba_track_interval": shape.page_size}
-        self.cache = PrefixCache(CacheConfig(capacity=shape.kv_size,
-                                             page_size=shape.page_size, **extra))
+        # lost-hit accounting off: the peers keep no such ledger, and it costs a few per
+        # cent on matches that end past a MAMBA state or on a tombstone
+        self.cache = PrefixCache(CacheConfig(capacity=shape.kv_size, page_size=shape.page_size,
+                                             lost_hits=False, **extra))
         self.page_size = shape.page_size
 
     def insert_with_fallback(self, seq: list[int]) -> bool:

@@ -10,7 +10,7 @@ from ..core.events import KVEvent
 from ..core.keys import DEFAULT_NAMESPACE, Namespace, encode_tokens, key_of, validate_namespace
 from ..core.node import Node
 from ..core.tree import TreeCore
-from ..core.types import Lock, NodeId
+from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
 from . import inspection
 from .allocation import Allocation, AllocationState
@@ -18,6 +18,7 @@ from .arguments import as_int, as_optional_int
 from .config import CacheConfig
 from .detached import DetachedSlots
 from .lease import Lease, LeaseState
+from .lost_hits import count_lost
 from .pools import ComponentPools
 from .results import PRIMARY, CacheStats, MatchResult
 
@@ -58,6 +59,9 @@ class CacheBase:
         self._allocation_ids = itertools.count(1)  # 0 is "no allocation"
         self._allocations: dict[int, Allocation] = {}
         self.counters = dict.fromkeys(inspection.COUNTERS, 0)
+        self.lost = [0] * len(self.tree.components)
+        """Per component, prompt tokens held structurally that it made unusable."""
+        self.explain = config.lost_hits
         self.detached = [DetachedSlots(pool.num_pages, pool.page_size) for pool in self.pools.pools]
 
     # ------------------------------------------------------------------ keys and match
@@ -88,12 +92,15 @@ class CacheBase:
         packed = encode_tokens(tokens)
         space = DEFAULT_NAMESPACE if namespace is None else validate_namespace(namespace)
         # bench match_prefix: without bigrams the tree walks the packed tokens as they are
-        found = self.tree.match(self._key(packed) if self.config.bigram else packed, space)
+        key = self._key(packed) if self.config.bigram else packed
+        found = self.tree.match(key, space)
         length, num_tokens, node = found.length, len(packed) >> 2, found.node
         counters = self.counters  # bench match_prefix: _count_match inline
         counters["matches"] += 1
         counters["match_tokens"] += num_tokens
         counters["hit_tokens"] += length
+        if length < found.branch and self.explain:  # bench match_prefix: a cut prefix only
+            count_lost(self.lost, self.tree, found, key, space)
         # bench match_prefix: a handle is the node's int id (no NodeId call)
         handle: NodeId | None = None if node is None else node.id  # type: ignore[assignment]
         # bench match_prefix: the values lists are taken, not read (they are cold in the CPU
@@ -106,10 +113,21 @@ class CacheBase:
         return MatchResult(length, path_values, handle, state,
                            (found.branch, num_tokens, self.tree.components[index]))
 
-    def _count_match(self, queried: int, hit: int) -> None:
-        self.counters["matches"] += 1
-        self.counters["match_tokens"] += queried
-        self.counters["hit_tokens"] += hit
+    def _count_match(self, queried: int, found: TreeMatch, key: bytes, space: Namespace,
+                     full_key: bytes | None = None) -> None:
+        """Count a match of ``queried`` tokens, why it fell short of the structure, and
+        (given the uncapped ``full_key`` when ``max_match`` cut ``key``) what the cap hid."""
+        counters = self.counters
+        counters["matches"] += 1
+        counters["match_tokens"] += queried
+        counters["hit_tokens"] += found.length
+        if not self.explain:
+            return
+        if found.length < found.branch:
+            count_lost(self.lost, self.tree, found, key, space)
+        if full_key is not None and found.branch * self.tree.unit == len(key) < len(full_key):
+            uncapped = self.tree.match(full_key, space, touch=False)  # pure; O(depth)
+            counters["capped_tokens"] += uncapped.branch - found.branch
 
     def _needs(self, tokens: int, states: int = 0) -> list[int]:
         """Slots each pool must provide for ``tokens`` new token slots and ``states`` states."""

@@ -53,9 +53,13 @@ class CacheConfig:
     ``sliding_window`` (SWA window W in tokens) and ``swa_capacity`` (SWA slots, default
     ``capacity``); ``mamba_track_interval`` (tokens between checkpoint hints, a multiple of
     ``page_size``) and ``mamba_states`` (state slots). ``bigram``: EAGLE bigram keys (not
-    with MAMBA). ``events``: queue KV events. ``default_ttl``: tlru time-to-live (ticks) of
-    a request that gives none. Raises :class:`ConfigError` on any invalid value or
-    combination. ``specs`` holds the resolved specs, in tree order.
+    with MAMBA). ``events``: queue KV events. ``event_queue_limit``: the most events queued
+    between two ``take_events()`` (a full queue is discarded and counted; the publisher then
+    resyncs its routers). ``lost_hits``: explain every match that falls short of what the
+    tree holds (``ComponentStats.lost``, ``CacheStats.capped_tokens``); off, those count as
+    unseen. ``default_ttl``: tlru time-to-live (ticks) of a request that gives none.
+    Raises :class:`ConfigError` on any invalid value or combination. ``specs`` holds the
+    resolved specs, in tree order.
     """
 
     capacity: int
@@ -68,6 +72,8 @@ class CacheConfig:
     mamba_states: int = 256
     bigram: bool = False
     events: bool = False
+    event_queue_limit: int = 100_000
+    lost_hits: bool = True
     default_ttl: int = 1024
     specs: tuple[ComponentSpec, ...] = field(init=False, repr=False, compare=False)
 
@@ -76,6 +82,8 @@ class CacheConfig:
         if tree.page_size > MAX_PAGE_SIZE:
             raise ConfigError(f"page_size must be <= {MAX_PAGE_SIZE}, got {tree.page_size}")
         self._check_capacity("capacity", self.capacity, tree.page_size)
+        if not isinstance(self.lost_hits, bool):
+            raise ConfigError(f"lost_hits must be a bool, got {self.lost_hits!r}")
         specs = self._resolve()
         shape = self.shape()
         for spec in specs:
@@ -140,6 +148,7 @@ class CacheConfig:
             bigram=self.bigram,
             policy=self.policy,
             events=self.events,
+            event_queue_limit=self.event_queue_limit,
             default_ttl=self.default_ttl,
         )
 

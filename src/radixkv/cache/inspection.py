@@ -15,8 +15,8 @@ from .results import CacheStats, ComponentStats
 if TYPE_CHECKING:
     from .base import CacheBase as PrefixCache
 
-COUNTERS = ("matches", "match_tokens", "hit_tokens", "admitted", "finished", "aborted",
-            "inserted_tokens", "checkpoints_created", "checkpoints_used")
+COUNTERS = ("matches", "match_tokens", "hit_tokens", "capped_tokens", "admitted", "finished",
+            "aborted", "inserted_tokens", "checkpoints_created", "checkpoints_used")
 
 
 def stats(cache: PrefixCache) -> CacheStats:
@@ -29,6 +29,8 @@ def stats(cache: PrefixCache) -> CacheStats:
             pool_capacity=cache.pools[component.index].capacity,
             pool_available=cache.pools[component.index].available,
             evicted=dict(tree.evicted[component.index]),
+            lost=cache.lost[component.index],
+            lost_reason=component.lost_reason,
         )
         for component in tree.components
     }
@@ -40,6 +42,7 @@ def stats(cache: PrefixCache) -> CacheStats:
         nodes=len(tree.nodes) - len(tree.roots),
         active_leases=len(cache.leases()),
         evicted_tokens=sum(tree.evicted[0].values()),
+        events_dropped=tree.log.dropped,
         **cache.counters,
     )
 
@@ -114,4 +117,5 @@ def snapshot(cache: PrefixCache) -> Any:
         for pool, detached in zip(cache.pools.pools, cache.detached)
     )
     return (snapshot_tree(cache.tree), pools, leases, tuple(sorted(cache.counters.items())),
+            tuple(cache.lost),
             tuple(tuple(sorted(e.items())) for e in cache.tree.evicted))

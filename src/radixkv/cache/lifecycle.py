@@ -35,12 +35,14 @@ class Lifecycle(CacheBase):
         max_match = as_optional_int("max_match", max_match, 0)
         if max_match is not None and self.config.bigram:
             max_match += 1  # a bigram spans the next token
-        found = self.tree.match(self._key(packed, max_match), space, touch=False)
+        key = self._key(packed, max_match)
+        found = self.tree.match(key, space, touch=False)
         fresh_tokens = self.pages_for(num_tokens - found.length)
         needs = self._needs(fresh_tokens, states=1)
         self.pools.ensure_room(needs, self.tree.lock_preview(found.node, found.length))
         self.tree.touch(found)
-        self._count_match(num_tokens, found.length)
+        self._count_match(num_tokens, found, key, space,
+                          None if max_match is None else self._key(packed))
         lock = None if found.node is None else self.tree.lock_match(found)
         lease = Lease(self._owner, next(self._lease_ids), space, found.length, lock,
                       priority, ttl, [side.new_buffer() for side in self.sides], self.names)

@@ -79,7 +79,10 @@ class ComponentStats:
     """One component's ledger, in its units (tokens for FULL and SWA, states for MAMBA):
     ``cached`` = ``evictable`` (unlocked) + ``protected`` (locked); ``evicted`` by reason —
     ``budget`` (asked for), ``cascade`` (a heavier component's eviction took it along),
-    ``removal`` (its node was removed whole)."""
+    ``removal`` (its node was removed whole). ``lost``: prompt tokens (key elements) the
+    tree held structurally that this component made unusable in a match or admit, for its
+    reason ``lost_reason`` (the component's: FULL evicted, SWA tombstone,
+    MAMBA without a state at the needed position)."""
 
     cached: int
     evictable: int
@@ -87,6 +90,8 @@ class ComponentStats:
     pool_capacity: int
     pool_available: int
     evicted: dict[str, int]
+    lost: int = 0
+    lost_reason: str = "cut"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +99,10 @@ class CacheStats:
     """A snapshot of the cache's counters; see :meth:`PrefixCache.stats`. ``capacity``,
     ``available`` and ``held_by_requests`` are FULL slots; ``hit_tokens`` counts prompt
     tokens served from the cache by ``match`` and ``admit``; ``evicted_tokens`` counts FULL
-    tokens evicted for any reason, since the cache was built."""
+    tokens evicted for any reason, since the cache was built. Every queried token is either
+    a hit, ``lost`` by a component (see :class:`ComponentStats`), ``capped_tokens`` (held,
+    but past an admit's ``max_match``), or :attr:`unseen_tokens`. ``events_dropped``: KV
+    events discarded because the event queue was full."""
 
     capacity: int
     available: int
@@ -112,6 +120,14 @@ class CacheStats:
     evicted_tokens: int = 0
     checkpoints_created: int = 0
     checkpoints_used: int = 0
+    capped_tokens: int = 0
+    events_dropped: int = 0
+
+    @property
+    def unseen_tokens(self) -> int:
+        """Queried tokens the tree did not hold at all (including partial last pages)."""
+        lost = sum(component.lost for component in self.components.values())
+        return self.match_tokens - self.hit_tokens - lost - self.capped_tokens
 
     @property
     def hit_rate(self) -> float:

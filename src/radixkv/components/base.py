@@ -54,6 +54,10 @@ class Component(ABC):
     """True if :meth:`lock_boundary` is always the node's start: a lock pins only the node
     it ends in (the tree then skips the call and the walk)."""
 
+    lost_reason: ClassVar[str] = "cut"
+    """What a prefix this component cuts short lost, in stats and metrics (FULL:
+    ``evicted``, a window component: ``tombstone``, MAMBA: ``no_state``)."""
+
     per_token: ClassVar[bool] = True
     """True if :meth:`value_size` is the node's length (the tree then skips the call)."""
 

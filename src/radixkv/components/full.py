@@ -21,6 +21,7 @@ class FullComponent(Component):
     """
 
     publishes_events = True
+    lost_reason = "evicted"
     whole_when_complete = True
     pins_whole_path = True
     leaf_candidates = True

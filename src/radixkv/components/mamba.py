@@ -25,6 +25,7 @@ class MambaComponent(Component):
     """
 
     per_token = False
+    lost_reason = "no_state"
     pins_end_node = True
 
     def __init__(self, spec: Mamba) -> None:

@@ -37,6 +37,7 @@ class WindowedComponent(Component):
     """
 
     whole_when_complete = True
+    lost_reason = "tombstone"
 
     def token_input(self, slots: np.ndarray, live_from: int) -> object:
         return WindowInput(slots, live_from)

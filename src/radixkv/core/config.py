@@ -14,14 +14,17 @@ class TreeConfig:
 
     ``page_size``: key elements per page (the unit of matching, splitting and hashing).
     ``bigram``: key elements are overlapping token pairs (EAGLE). ``policy``: eviction policy
-    name. ``events``: queue KV events. ``default_ttl``: tlru time-to-live in ticks for
-    requests that give none. ``medium``: the medium named in device events.
+    name. ``events``: queue KV events. ``event_queue_limit``: the most events queued between
+    two drains (see :class:`~radixkv.core.event_log.EventLog`). ``default_ttl``: tlru
+    time-to-live in ticks for requests that give none. ``medium``: the medium named in
+    device events.
     """
 
     page_size: int = 1
     bigram: bool = False
     policy: str = "lru"
     events: bool = False
+    event_queue_limit: int = 100_000
     default_ttl: int = 1024
     medium: str = "GPU"
 
@@ -40,5 +43,9 @@ class TreeConfig:
         for flag in ("bigram", "events"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
+        if isinstance(self.event_queue_limit, bool) or not isinstance(
+                self.event_queue_limit, int) or self.event_queue_limit < 1:
+            raise ConfigError(
+                f"event_queue_limit must be an int >= 1, got {self.event_queue_limit!r}")
         if self.default_ttl < 0:
             raise ConfigError(f"default_ttl must be >= 0, got {self.default_ttl}")

@@ -98,7 +98,7 @@ class TreeState:
         """Components whose usable_length a match always asks (MAMBA)."""
         self.queues = [EvictionQueue(self.policy) for _ in self.components]
         self._parked = [queue.parked for queue in self.queues]
-        self.log = EventLog(self, config.events)
+        self.log = EventLog(self, config.events, config.event_queue_limit)
         self._owner = object()
         self._ids = _NODE_IDS
         self._lock_ids = itertools.count(1)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 from ..errors import ConfigError
 
 _TCP_PORT = re.compile(r"^(tcp://.*):(\d+)$")
+_MAX_PORT = 65535
+_FLAGS = ("lora_from_extra_key", "legacy_arrays", "signed_hashes", "resync_on_drop")
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,13 @@ class PublisherConfig:
     send block hashes as signed int64 (radixkv's event ids) instead of the uint64 that
     vLLM puts on the wire; the value is the same 64 bits either way.
     ``republish_chunk``: BlockStored events per batch in :meth:`republish_all`.
+    ``heartbeat_interval``: seconds without a batch after which an empty batch (a heartbeat
+    carrying the next sequence number) is sent, so a router notices a lost last batch;
+    ``None`` sends none. ``resync_on_drop``: when events were lost before they reached the
+    wire (the cache's event queue overflowed, the send queue was full, or a batch could not
+    be encoded), the next :meth:`publish` calls :meth:`republish_all` itself.
+    ``queue_batches``: batches waiting for the sending thread at most (more are dropped).
+    Every field is checked here: a bad value raises :class:`~radixkv.errors.ConfigError`.
     """
 
     endpoint: str = "tcp://*:5557"
@@ -46,6 +56,9 @@ class PublisherConfig:
     legacy_arrays: bool = False
     signed_hashes: bool = False
     republish_chunk: int = 1024
+    heartbeat_interval: float | None = 1.0
+    resync_on_drop: bool = True
+    queue_batches: int = 10_000
 
     def __post_init__(self) -> None:
         for name in ("endpoint", "topic", "medium_gpu", "medium_cpu", "medium_storage"):
@@ -61,10 +74,20 @@ class PublisherConfig:
                               f"{self.replay_endpoint!r}")
         if self.bind is not None and not isinstance(self.bind, bool):
             raise ConfigError(f"bind must be a bool or None, got {self.bind!r}")
+        for flag in _FLAGS:
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
         _positive("buffer_steps", self.buffer_steps, 1)
         _positive("hwm", self.hwm, 0)
         _positive("dp_rank", self.dp_rank, 0)
         _positive("republish_chunk", self.republish_chunk, 1)
+        _positive("queue_batches", self.queue_batches, 1)
+        _check_interval(self.heartbeat_interval)
+        if self.heartbeat_interval is not None:  # converted once, here
+            object.__setattr__(self, "heartbeat_interval", float(self.heartbeat_interval))
+        _check_port("endpoint", self.endpoint, self.dp_rank)
+        if self.replay_endpoint is not None:
+            _check_port("replay_endpoint", self.replay_endpoint, self.dp_rank)
 
     def binds(self) -> bool:
         """Whether the PUB socket binds (else it connects)."""
@@ -114,3 +137,29 @@ def _positive(name: str, value: object, minimum: int) -> None:
         raise ConfigError(f"{name} must be an int, got {value!r}")
     if value < minimum:
         raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _check_interval(value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"heartbeat_interval must be a number of seconds or None, "
+                          f"got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"heartbeat_interval must be > 0 seconds, got {value!r}")
+
+
+def _check_port(name: str, endpoint: str, dp_rank: int) -> None:
+    """A ``tcp://`` endpoint ends in ``:PORT`` (0..65535, also after the rank offset) or
+    ``:*`` (any free port); ZMQ would otherwise bind some other port without a word."""
+    if not endpoint.startswith("tcp://"):
+        return
+    _, sep, port = endpoint[len("tcp://"):].rpartition(":")
+    if not sep:
+        raise ConfigError(f"{name} {endpoint!r} has no port (tcp://HOST:PORT)")
+    if port == "*":
+        return
+    if not port.isdigit() or not port.isascii() or int(port) > _MAX_PORT:
+        raise ConfigError(f"{name} port must be 0..{_MAX_PORT} or *, got {port!r}")
+    if int(port) and int(port) + dp_rank > _MAX_PORT:
+        raise ConfigError(f"{name} port {port} + dp_rank {dp_rank} is past {_MAX_PORT}")

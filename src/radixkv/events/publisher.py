@@ -3,43 +3,47 @@
 Every message is three frames: the topic, the batch sequence number (8 bytes big-endian,
 from 0, one per batch) and a msgpack ``[ts, [events...], dp_rank]`` payload. The first batch
 after start-up is AllBlocksCleared, and so is the first after the cache's ``reset()``.
-Publishing never blocks and never raises into the caller: a failed send is counted in
-:attr:`KVEventPublisher.send_errors` and logged once; the batch keeps its sequence number and
-stays available to replay, so a router that notices the gap can recover it.
+
+Threads: :meth:`KVEventPublisher.publish` runs on the scheduler thread and only drains the
+cache and numbers the batches; encoding, keeping for replay and sending happen on the
+publisher's own thread (``radixkv-events``), so a huge batch never stalls the scheduler.
+That thread also sends the heartbeats, and replay is served on a third (``radixkv-replay``).
+Publishing never blocks and never raises into the caller because of the network: a failed
+send is counted in ``stats()["send_errors"]`` and logged once; the batch keeps its sequence
+number and stays available to replay, so a router that notices the gap can recover it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import zmq
 
+from ..cache.base import CacheBase
 from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidArgumentTypeError, PublisherClosedError
 from .config import PublisherConfig
 from .replay import ReplayBuffer, ReplayServer
+from .sender import BatchSender
 from .snapshot import resident_pages
-from .wire import BatchEncoder, sequence_frame
-
-if TYPE_CHECKING:
-    from ..cache.prefix_cache import PrefixCache
 
 log = logging.getLogger("radixkv.events")
+
+_EVENT_TYPES = (BlockStored, BlockRemoved, AllBlocksCleared)
 
 
 class KVEventPublisher:
     """Publishes a :class:`~radixkv.PrefixCache`'s KV events (``CacheConfig(events=True)``).
 
-    Call :meth:`publish` once per scheduler step, from the thread that drives the cache. The
-    replay socket (when configured) is served on a background thread. Use as a context
-    manager or call :meth:`close`. Keyword arguments build a :class:`PublisherConfig` when
-    ``config`` is not given.
+    Call :meth:`publish` once per scheduler step, from the thread that drives the cache. Use
+    as a context manager or call :meth:`close`; every publishing call afterwards raises
+    :class:`~radixkv.errors.PublisherClosedError`. Keyword arguments build a
+    :class:`PublisherConfig` when ``config`` is not given.
     """
 
     def __init__(self, config: PublisherConfig | None = None, **options: Any) -> None:
@@ -47,36 +51,34 @@ class KVEventPublisher:
             config = PublisherConfig(**options)
         elif options:
             raise ConfigError("give either a PublisherConfig or keyword options, not both")
+        elif not isinstance(config, PublisherConfig):
+            raise InvalidArgumentTypeError(f"config must be a PublisherConfig, got {config!r}")
         self.config = config
-        self.send_errors = 0
-        self.batches = 0
-        self._next_seq = 0
-        self._closed = False
-        self._lock = threading.Lock()
-        self._topic = config.topic.encode()
-        self._encoder = BatchEncoder(config)
+        self.cache_dropped = 0
+        self.resyncs = 0
+        self._closed = True
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._replay: ReplayServer | None = None
         self._buffer: ReplayBuffer | None = None
-        self._socket = self._context.socket(zmq.PUB)
+        socket = self._context.socket(zmq.PUB)
         try:
-            self.endpoint = self._open_pub()
+            self.endpoint = self._open_pub(socket)
             router = config.router_endpoint()
             if router is not None:
                 self._buffer = ReplayBuffer(config.buffer_steps)
                 self._replay = ReplayServer(
-                    self._context, router, self._topic, self._buffer,
+                    self._context, router, config.topic.encode(), self._buffer,
                     2 * (config.buffer_steps + 1),
                 )
         except zmq.ZMQError as exc:
-            self._socket.close()
+            socket.close()
             self._context.term()
-            self._closed = True
             raise ConfigError(f"cannot open KV event sockets: {exc}") from exc
+        self._sender = BatchSender(socket, config, self._buffer)
+        self._closed = False
         self.publish_events([AllBlocksCleared()])
 
-    def _open_pub(self) -> str:
-        sock = self._socket
+    def _open_pub(self, sock: zmq.Socket[bytes]) -> str:
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDHWM, self.config.hwm)
         endpoint = self.config.pub_endpoint()
@@ -95,105 +97,123 @@ class KVEventPublisher:
 
     @property
     def next_sequence(self) -> int:
-        """The sequence number the next batch will carry."""
-        return self._next_seq
+        """The sequence number the next batch (or heartbeat) will carry."""
+        return self._sender.next_sequence
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     def stats(self) -> dict[str, int]:
-        """Counters: batches published, send errors, replay requests served / ignored."""
-        replay = self._replay
+        """Counters (safe from any thread): ``batches`` sent (heartbeats apart),
+        ``heartbeats``, ``send_errors``, ``dropped_events`` (lost before the wire: by the
+        cache's full event queue, a full send queue, or at close), ``resyncs`` (automatic
+        :meth:`republish_all`), ``pending`` batches, and the replay server's
+        ``replay_requests`` served, ``replay_bad_requests``, ``replay_lagged`` (requests
+        from a router that lagged past the buffer) with ``replay_missed`` (the batches they
+        asked for that were gone), ``replay_buffered``."""
+        sender, replay = self._sender, self._replay
         return {
-            "batches": self.batches,
-            "next_sequence": self._next_seq,
-            "send_errors": self.send_errors,
+            "batches": sender.batches,
+            "heartbeats": sender.heartbeats,
+            "next_sequence": sender.next_sequence,
+            "send_errors": sender.send_errors,
+            "dropped_events": sender.dropped_events + self.cache_dropped,
+            "resyncs": self.resyncs,
+            "pending": sender.pending,
             "replay_requests": 0 if replay is None else replay.requests,
             "replay_bad_requests": 0 if replay is None else replay.bad_requests,
+            "replay_lagged": 0 if replay is None else replay.lagged,
+            "replay_missed": 0 if replay is None else replay.missed,
             "replay_buffered": 0 if self._buffer is None else len(self._buffer),
         }
 
     # ------------------------------------------------------------------ publishing
 
-    def publish(self, cache: PrefixCache) -> list[int]:
+    def publish(self, cache: CacheBase) -> list[int]:
         """Drain ``cache.take_events()`` and publish them: one batch per scheduler step, or
         none when there are no events. Each AllBlocksCleared starts a new batch, so it is
-        the first of the batches after a ``reset()``. Returns the sequence numbers used.
-        After :meth:`close` this does nothing (the events stay queued)."""
-        if self._closed:
-            return []
-        return self.publish_events(cache.take_events())
+        the first of the batches after a ``reset()``. When events were lost on the way and
+        ``resync_on_drop`` is set, republishes everything instead (:meth:`republish_all`).
+        Returns the sequence numbers used. Cost on this thread: O(events), no encoding.
+        Raises :class:`InvalidArgumentTypeError` for a non-cache, and
+        :class:`PublisherClosedError` after :meth:`close`."""
+        self._check(cache)
+        dropped = cache.tree.log.dropped_since_take  # read before the drain resets it
+        events = cache.take_events()
+        if dropped:
+            self.cache_dropped += dropped
+            self._warn_dropped(dropped)
+        resync = self._sender.take_resync() or dropped > 0
+        if resync and self.config.resync_on_drop:
+            self.resyncs += 1
+            return self.republish_all(cache)
+        return self.publish_events(events)
 
     def publish_events(self, events: Iterable[KVEvent], ts: float | None = None) -> list[int]:
         """Publish already-drained events as batches (split before each AllBlocksCleared);
-        returns the sequence numbers used. Never raises for send failures."""
+        returns the sequence numbers used. Never raises for send failures; raises
+        :class:`InvalidArgumentTypeError` for an item that is not a KV event."""
+        self._check_open()
         batches = _split(events)
-        if not batches or self._closed:
+        if not batches:
             return []
-        stamp = time.time() if ts is None else ts
-        return [seq for batch in batches if (seq := self._send(batch, stamp)) is not None]
+        stamp = time.time() if ts is None else float(ts)
+        return self._sender.submit(batches, stamp)
 
-    def republish_all(self, cache: PrefixCache) -> list[int]:
+    def republish_all(self, cache: CacheBase) -> list[int]:
         """For a router that lost state: AllBlocksCleared, then every resident FULL page,
         parents first (``republish_chunk`` events a batch). Events still queued in the
-        cache are dropped first; the snapshot already reflects them. Returns the sequence
-        numbers used."""
-        if self._closed:
-            return []
+        cache are dropped first; the snapshot already reflects them. Cost on this thread:
+        the O(nodes) walk (and a SHA-256 per page not hashed yet); encoding is on the
+        publisher's thread. These batches bypass ``queue_batches`` (a snapshot is bounded by
+        the cache's capacity). Returns the sequence numbers used."""
+        self._check(cache)
         cache.take_events()
-        stamp = time.time()
-        used = self.publish_events([AllBlocksCleared()], stamp)
-        chunk: list[KVEvent] = []
+        chunk = self.config.republish_chunk
+        batches: list[list[KVEvent]] = [[AllBlocksCleared()], []]
         for event in resident_pages(cache):
-            chunk.append(event)
-            if len(chunk) >= self.config.republish_chunk:
-                used += self.publish_events(chunk, stamp)
-                chunk = []
-        used += self.publish_events(chunk, stamp)
-        return used
+            if len(batches[-1]) >= chunk:
+                batches.append([])
+            batches[-1].append(event)
+        if not batches[-1]:
+            batches.pop()
+        return self._sender.submit(batches, time.time(), bounded=False)
 
-    def _send(self, events: Sequence[KVEvent], stamp: float) -> int | None:
-        with self._lock:
-            if self._closed:
-                return None
-            try:
-                payload = self._encoder.batch(stamp, events, self.config.dp_rank)
-            except Exception:
-                self._failed("encode", events)
-                return None
-            seq = self._next_seq
-            self._next_seq += 1
-            if self._buffer is not None:
-                self._buffer.append(seq, payload)
-            self.batches += 1
-            try:
-                self._socket.send_multipart(
-                    [self._topic, sequence_frame(seq), payload], zmq.NOBLOCK
-                )
-            except Exception:
-                self._failed("send", events)
-            return seq
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every batch published so far was handed to the socket (and kept for
+        replay); False when ``timeout`` seconds passed first. Does not raise."""
+        return self._sender.flush(timeout)
 
-    def _failed(self, what: str, events: Sequence[KVEvent]) -> None:
-        self.send_errors += 1
-        if self.send_errors == 1:
-            log.warning("KV event publisher: %s failed for a batch of %d events; the cache "
-                        "goes on, further failures are only counted", what, len(events),
-                        exc_info=True)
+    def _check(self, cache: object) -> None:
+        self._check_open()
+        if not isinstance(cache, CacheBase):
+            raise InvalidArgumentTypeError(f"expected a PrefixCache, got {cache!r:.80}")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PublisherClosedError("the KV event publisher is closed")
+
+    def _warn_dropped(self, dropped: int) -> None:
+        if self.cache_dropped == dropped:  # the first time only
+            log.warning("KV event publisher: the cache's event queue overflowed (%d events "
+                        "dropped; raise CacheConfig.event_queue_limit or publish more often); "
+                        "%s", dropped, "republishing everything" if self.config.resync_on_drop
+                        else "call republish_all() to resync routers")
 
     # ------------------------------------------------------------------ life-cycle
 
-    def close(self) -> None:
-        """Stop the replay thread and close every socket; idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            if self._replay is not None:
-                self._replay.close()
-            self._socket.close()
-            self._context.term()
+    def close(self, timeout: float = 5.0) -> None:
+        """Send what is queued (for up to ``timeout`` seconds), stop the threads and close
+        every socket; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._sender.stop(timeout)
+        if self._replay is not None:
+            self._replay.close()
+        self._sender.socket.close()
+        self._context.term()
 
     def __enter__(self) -> KVEventPublisher:
         return self
@@ -210,19 +230,19 @@ class KVEventPublisher:
                 self.close()
 
 
-def _split(events: Iterable[KVEvent]) -> list[list[KVEvent]]:
+def _split(events: Iterable[KVEvent]) -> list[Sequence[KVEvent]]:
     """Group events into batches, each AllBlocksCleared starting a new one; stores and
-    removes that carry no page are dropped."""
-    batches: list[list[KVEvent]] = []
+    removes that carry no page are dropped. Raises for an item that is not a KV event."""
+    batches: list[Sequence[KVEvent]] = []
     current: list[KVEvent] = []
     for event in events:
         if isinstance(event, AllBlocksCleared):
             if current:
                 batches.append(current)
             current = [event]
-        elif isinstance(event, (BlockStored, BlockRemoved)) and not event.block_hashes:
-            continue
-        else:
+        elif not isinstance(event, _EVENT_TYPES):
+            raise InvalidArgumentTypeError(f"not a KV event: {event!r:.80}")
+        elif event.block_hashes:
             current.append(event)
     if current:
         batches.append(current)

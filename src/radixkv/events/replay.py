@@ -61,8 +61,14 @@ class ReplayServer:
         self.buffer = buffer
         self.requests = 0
         self.bad_requests = 0
+        self.lagged = 0
+        """Requests that started before the oldest batch kept: that router lagged past the
+        buffer and got only part of what it asked for (it needs a republish_all)."""
+        self.missed = 0
+        """The batches those requests asked for and could not get, summed."""
         self.errors = 0
         self._logged_bad = False
+        self._logged_lag = False
         wake_name = f"inproc://radixkv-replay-wake-{id(self)}"
         self._router = context.socket(zmq.ROUTER)
         self._wake_rx = context.socket(zmq.PAIR)
@@ -110,6 +116,15 @@ class ReplayServer:
             self._router.close()
             self._wake_rx.close()
 
+    def _lagged(self, missing: int) -> None:
+        self.lagged += 1
+        self.missed += missing
+        if not self._logged_lag:
+            self._logged_lag = True
+            log.warning("a KV event router asked for %d batches that have left the replay "
+                        "buffer (raise buffer_steps, or call republish_all()); further ones "
+                        "are counted in stats()['replay_lagged'], not logged", missing)
+
     def _drain(self) -> None:
         while True:
             try:
@@ -130,9 +145,12 @@ class ReplayServer:
         identity = frames[0]
         (start,) = struct.unpack(">Q", frames[2])
         self.requests += 1
+        kept = self.buffer.since(start)
+        if kept and start < kept[0][0]:
+            self._lagged(kept[0][0] - start)
         send = self._router.send_multipart
         try:
-            for seq, payload in self.buffer.since(start):
+            for seq, payload in kept:
                 send([identity, b"", self.topic, sequence_frame(seq), payload], zmq.NOBLOCK)
             send([identity, b"", b"", END_SEQUENCE, b""], zmq.NOBLOCK)
         except zmq.Again:  # pragma: no cover - ROUTER drops rather than blocks

@@ -10,11 +10,11 @@ from ..core.hashing import event_id, page_digests
 from ..core.keys import unpack_tokens
 
 if TYPE_CHECKING:
-    from ..cache.prefix_cache import PrefixCache
+    from ..cache.base import CacheBase
     from ..core.node import Node
 
 
-def resident_pages(cache: PrefixCache) -> Iterator[BlockStored]:
+def resident_pages(cache: CacheBase) -> Iterator[BlockStored]:
     """One BlockStored per node whose value of a publishing component (FULL, by default)
     is held, walking each namespace's tree depth-first so every parent comes before its
     children. A subtree under a node that holds no such value is skipped: its pages would

@@ -21,7 +21,7 @@ MASK64 = (1 << 64) - 1
 END_SEQUENCE = struct.pack(">q", -1)
 """Sequence frame of the replay end marker: -1 as a signed big-endian int64 (8 x 0xff)."""
 
-_STORED_HEADER = b"\xde\x00\x08"  # map16 with 8 entries, as msgspec writes BlockStored
+_MAP16 = b"\xde\x00"  # msgspec always sizes BlockStored's header as a map16
 
 
 def sequence_frame(seq: int) -> bytes:
@@ -76,6 +76,17 @@ class BatchEncoder:
             return extra_key
         return None
 
+    def cache_salt(self, namespace: tuple[object, object]) -> str | None:
+        """The ``cache_salt`` published for ``namespace``: whatever of it ``lora_name`` does
+        not carry. A str salt alone goes as itself; anything else (an int salt, an
+        ``extra_key`` that is not the adapter name) as ``radixkv:{extra_key!r}:{salt!r}``;
+        the default namespace, or an adapter without a salt, as none."""
+        extra_key, salt = namespace
+        rest = None if self.lora_name(namespace) is not None else extra_key
+        if rest is None and (salt is None or isinstance(salt, str)):
+            return salt
+        return f"radixkv:{rest!r}:{salt!r}"
+
     def _stored(self, event: BlockStored) -> bytes:
         config = self._config
         parent = event.parent_block_hash
@@ -90,10 +101,14 @@ class BatchEncoder:
             ("lora_name", self.lora_name(event.namespace)),
         ]
         if config.legacy_arrays:
-            # vLLM's positional prefix: tag, the seven fields above, extra_keys (nil).
+            # vLLM's positional prefix: tag, the seven fields above, extra_keys (nil); it
+            # has no place for a salt.
             fields.append(("extra_keys", None))
             return self._array("BlockStored", fields)
-        return self._map(_STORED_HEADER, "BlockStored", fields)
+        salt = self.cache_salt(event.namespace)
+        if salt is not None:  # not a vLLM field: Dynamo reads it, vLLM's decoder skips it
+            fields.append(("cache_salt", salt))
+        return self._map(_MAP16 + bytes([len(fields) + 1]), "BlockStored", fields)
 
     def _removed(self, event: BlockRemoved) -> bytes:
         fields: list[tuple[str, object]] = [

@@ -1,0 +1,48 @@
+"""MetricsExporter: prometheus-client's HTTP ``/metrics`` endpoint for radixkv collectors."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from prometheus_client import start_http_server
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from ..errors import ConfigError
+
+
+class MetricsExporter:
+    """Serves the given collectors (each scrape reads them) on ``addr:port`` over HTTP, on a
+    background thread of prometheus-client's. ``port=0`` picks a free port (see
+    :attr:`port`); ``addr`` defaults to loopback: pass ``"0.0.0.0"`` to expose it. Use as a
+    context manager or call :meth:`close`. Raises :class:`ConfigError` if it cannot bind."""
+
+    def __init__(self, *collectors: Collector, port: int = 0, addr: str = "127.0.0.1") -> None:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ConfigError(f"port must be an int in 0..65535, got {port!r}")
+        self.registry = CollectorRegistry()
+        for collector in collectors:
+            self.registry.register(collector)
+        try:
+            self._server, self._thread = start_http_server(port, addr, self.registry)
+        except OSError as exc:
+            raise ConfigError(f"cannot serve metrics on {addr}:{port}: {exc}") from exc
+        self.addr = addr
+        self.port: int = self._server.server_port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.addr}:{self.port}/metrics"
+
+    def close(self) -> None:
+        """Stop serving and free the port; idempotent."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join()
+        self._server.server_close()
+
+    def __enter__(self) -> MetricsExporter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,65 @@
+"""StatsLogger: the periodic one-line summary engines print, through ``logging``.
+
+Nothing is logged unless a :class:`StatsLogger` is made and :meth:`StatsLogger.step` is
+called (once per scheduler step); it needs no extra package.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..cache.base import CacheBase
+from ..cache.results import CacheStats
+from ..errors import ConfigError, InvalidArgumentTypeError
+
+log = logging.getLogger("radixkv.metrics")
+
+
+class StatsLogger:
+    """Every ``every`` admitted requests, logs (logger ``radixkv.metrics``, at ``level``)
+    the hit rate over those requests with why the rest missed, per component and reason;
+    each pool's usage; and what was evicted since the previous line. :meth:`step` costs one
+    dict read until a line is due, then one ``stats()``."""
+
+    def __init__(self, cache: CacheBase, every: int = 100, level: int = logging.INFO,
+                 logger: logging.Logger = log) -> None:
+        if not isinstance(cache, CacheBase):
+            raise InvalidArgumentTypeError(f"expected a PrefixCache, got {cache!r:.80}")
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ConfigError(f"every must be an int >= 1, got {every!r}")
+        self.cache, self.every, self.level, self.logger = cache, every, level, logger
+        self._last = cache.stats()
+
+    def step(self) -> str | None:
+        """Log a line if ``every`` requests were admitted since the last one; return it."""
+        if self.cache.counters["admitted"] - self._last.admitted < self.every:
+            return None
+        now = self.cache.stats()
+        line = summary(self._last, now)
+        self._last = now
+        self.logger.log(self.level, "%s", line)
+        return line
+
+
+def summary(before: CacheStats, now: CacheStats) -> str:
+    """One line describing what happened between two ``stats()`` snapshots."""
+    queried = now.match_tokens - before.match_tokens
+    hits = now.hit_tokens - before.hit_tokens
+    lost = [(f"{kind} {c.lost_reason}", c.lost - before.components[kind].lost)
+            for kind, c in now.components.items()]
+    lost.append(("max_match", now.capped_tokens - before.capped_tokens))
+    lost.append(("unseen", now.unseen_tokens - before.unseen_tokens))
+    missed = ", ".join(f"{name} {_share(count, queried)}" for name, count in lost if count)
+    usage = ", ".join(
+        f"{kind} {_share(c.pool_capacity - c.pool_available, c.pool_capacity)}"
+        for kind, c in now.components.items())
+    evicted = ", ".join(
+        f"{kind} {sum(c.evicted.values()) - sum(before.components[kind].evicted.values())}"
+        for kind, c in now.components.items())
+    return (f"prefix cache: {now.admitted - before.admitted} requests, {queried} tokens, "
+            f"hit {_share(hits, queried)} (missed: {missed or 'none'}); usage {usage}; "
+            f"evicted {evicted}")
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "0.0%"
