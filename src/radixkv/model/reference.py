@@ -30,17 +30,15 @@ def generate(decoder: Decoder, prompt: tuple[int, ...], decode: int) -> Generati
     if not prompt or decode < 1:
         raise ValueError("need a non-empty prompt and decode >= 1")
     total = len(prompt) + decode - 1
-    memory = Memory.scratch(decoder.config, total)
-    window = decoder.config.window
-    rows = np.zeros((total, decoder.config.vocab_size), dtype=np.float64)
+    config = decoder.config
+    memory = Memory.scratch(config, total)
+    rows = np.zeros((total, config.vocab_size), dtype=np.float64)
     sequence = list(prompt)
     outputs: list[int] = []
     for position in range(total):
-        slots = TokenSlots(
-            full=np.arange(position + 1, dtype=np.int64),
-            window=np.arange(max(0, position - window), position + 1, dtype=np.int64),
-            state=0,
-        )
+        kv = {kind: np.arange(config.span_start(kind, position), position + 1, dtype=np.int64)
+              for kind in config.attention_kinds}
+        slots = TokenSlots(kv=kv, state=0)
         rows[position] = decoder.step(memory, sequence[position], position, slots)
         if position >= len(prompt) - 1:
             outputs.append(int(np.argmax(rows[position])))
