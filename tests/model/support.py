@@ -1,7 +1,8 @@
 """Shared setup of the reference-model tests: workloads, small caches, broken variants.
 
 Pools are sized so that eviction happens all the time (the FULL pool turns over several
-times per run) while a few requests still fit side by side.
+times per run, the windowed pools are smaller still) while a few requests still fit side by
+side.
 """
 
 from __future__ import annotations
@@ -23,12 +24,20 @@ from radixkv.model import (
     WorkloadConfig,
     build,
 )
+from radixkv.model.caches import CacheSizes, cache_config
+from radixkv.model.config import combinations
 
-COMBOS = list(DEFAULT_LAYERS)
+COMBOS = combinations()
+"""Every supported combination (from ``radixkv.supported_combinations()``)."""
+CHUNKED_COMBOS = [combo for combo in COMBOS if "chunked" in combo]
 PAGES = [1, 16]
 WINDOW = 20
+CHUNK = 32
+"""The model's local-attention chunk: a multiple of both page sizes, so that at page 16
+half the page boundaries fall inside a chunk."""
 CAPACITY = 384
 SWA_CAPACITY = 256
+CHUNKED_CAPACITY = 256
 STATES = 32
 
 
@@ -43,24 +52,24 @@ def workload(kind: str = "mixed", seed: int = 1, **shape: int) -> list[RequestSp
 
 
 @functools.cache
-def reference(layers: tuple[str, ...], window: int = WINDOW, seed: int = 1) -> Reference:
+def reference(layers: tuple[str, ...], window: int = WINDOW, seed: int = 1,
+              chunk: int = CHUNK) -> Reference:
     """The uncached runs of one model, shared by every test that uses it."""
-    return Reference(Decoder(ModelConfig(layers=layers, window=window, seed=seed)))
+    return Reference(Decoder(ModelConfig(layers=layers, window=window, chunk=chunk, seed=seed)))
 
 
 def model_reference(combo: tuple[str, ...]) -> Reference:
     return reference(DEFAULT_LAYERS[combo])
 
 
-def small_cache(combo: tuple[str, ...], page: int, **overrides: Any) -> CacheConfig:
-    """A cache for ``combo`` with small pools (whole pages) and the model's window."""
-    settings: dict[str, Any] = {"capacity": CAPACITY, "page_size": page, "components": combo}
-    if "swa" in combo:
-        settings.update(sliding_window=WINDOW, swa_capacity=SWA_CAPACITY)
-    if "mamba" in combo:
-        settings.update(mamba_track_interval=max(8, page), mamba_states=STATES)
-    settings.update(overrides)
-    return CacheConfig(**settings)
+def small_cache(combo: tuple[str, ...], page: int, **sizes: Any) -> CacheConfig:
+    """A cache for ``combo`` with small pools (whole pages) and the model's window and
+    chunk; ``sizes`` override :class:`CacheSizes` fields."""
+    settings: dict[str, Any] = {"capacity": CAPACITY, "swa_capacity": SWA_CAPACITY,
+                                "chunked_capacity": CHUNKED_CAPACITY, "states": STATES}
+    settings.update(sizes)
+    model = ModelConfig(layers=DEFAULT_LAYERS[combo], window=WINDOW, chunk=CHUNK)
+    return cache_config(combo, page, model, CacheSizes(**settings))
 
 
 # ---------------------------------------------------------------------- broken variants
@@ -76,9 +85,10 @@ class NoStateCopyEngine(Engine):
 
 
 class LateSlideEngine(Engine):
-    """Broken: extends by the sampled token *before* releasing the SWA slots that left the
-    window, so ``slide_window`` counts a token whose KV is not computed yet and releases
-    one page too many."""
+    """Broken: extends by the sampled token *before* releasing the slots that left the
+    window, so ``slide_window`` counts a token whose KV is not computed yet: for SWA it
+    releases one page too many, for chunked local attention the whole chunk the last token
+    of a chunk still reads."""
 
     def _decode(self, run: Any) -> bool:
         token = int(np.argmax(run.record.logits[-1]))
@@ -89,5 +99,14 @@ class LateSlideEngine(Engine):
         run.sequence.append(token)
         self.cache.slide_window(run.lease)
         if self._compute(run, len(run.sequence) - 1):
-            self.cache.commit(run.lease, run.computed)
+            self._commit(run, run.computed)
         return False
+
+
+class PastChunkStartModel(ModelConfig):
+    """Broken: chunked local layers that also attend to the token just before their chunk
+    (``[p - p % C - 1, p]``), which a cache with ``ChunkedLocal(chunk=C)`` does not keep."""
+
+    def span_start(self, kind: str, position: int) -> int:
+        start = super().span_start(kind, position)
+        return max(0, start - 1) if kind == "chunked" else start
