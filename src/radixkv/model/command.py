@@ -18,9 +18,8 @@ from ..errors import OutOfSlotsError, RadixKVError
 from .caches import CacheSizes
 from .caches import cache_config as build_cache
 from .config import DEFAULT_LAYERS, ModelConfig
-from .decoder import Decoder
 from .harness import VerifyReport, verify
-from .reference import Reference
+from .reference import Reference, shared_reference
 from .report import ProgressBar, group_lines, summary_lines
 from .requests import RequestSpec
 from .workload import WorkloadConfig, build
@@ -88,7 +87,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         specs = workload(args)
         for combo in combos:
             model = model_config(args, combo)
-            reference = Reference(Decoder(model))
+            reference = shared_reference(model)
             for page in args.page_size:
                 config = cache_config(args, combo, page, model)
                 print(_header(combo, page, model, config), file=out, flush=True)

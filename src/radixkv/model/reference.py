@@ -6,10 +6,12 @@ compared against. It uses the same :meth:`Decoder.step` on private pools (slot =
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from .config import ModelConfig
 from .decoder import Decoder, TokenSlots
 from .memory import Memory
 
@@ -60,3 +62,11 @@ class Reference:
         if run is None:
             run = self._runs[key] = generate(self.decoder, prompt, decode)
         return run
+
+
+@functools.lru_cache(maxsize=32)
+def shared_reference(config: ModelConfig) -> Reference:
+    """The :class:`Reference` of ``config``'s decoder, one per model config in the process
+    (the last 32 used), so every run of one model, whatever its cache, computes each
+    uncached prompt once."""
+    return Reference(Decoder(config))
