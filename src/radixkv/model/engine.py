@@ -83,9 +83,7 @@ class Engine:
         config, model = cache.config, decoder.config
         self.decoder, self.cache, self.model = decoder, cache, model
         self.chunk, self.max_running = chunk, max_running
-        primary = next(spec.name for spec in config.specs if spec.primary)
-        self.sources = {kind: LAYER_COMPONENTS[kind] if LAYER_COMPONENTS[kind] in config.names
-                        else primary for kind in model.attention_kinds}
+        self.sources = self._sources(cache)
         """The cache component whose slots each attention layer kind reads."""
         self.per_token = {side.component.name: side.per_token for side in cache.sides}
         self.windowed = any(spec.windowed for spec in config.specs)
@@ -96,13 +94,23 @@ class Engine:
             raise ConfigError("a model with SSM layers needs a cache with the "
                               f"{LAYER_COMPONENTS['ssm']!r} component")
         self.interval = state.track_interval if isinstance(state, Mamba) else None
-        shapes = dict(config.pool_shapes())
-        self.memory = Memory(model, PoolSizes(
-            kv={kind: shapes[name].capacity for kind, name in self.sources.items()},
-            states=0 if state is None else shapes[state.name].capacity))
+        self.memory = self._memory(cache, None if state is None else state.name)
         self.stats = EngineStats()
         self._attempts: dict[int, int] = {}
         self._paused = False
+
+    def _sources(self, cache: PrefixCache) -> dict[str, str]:
+        """Per attention layer kind, its component if the cache has it, else the primary."""
+        names = cache.config.names
+        primary = next(spec.name for spec in cache.config.specs if spec.primary)
+        return {kind: LAYER_COMPONENTS[kind] if LAYER_COMPONENTS[kind] in names else primary
+                for kind in self.model.attention_kinds}
+
+    def _memory(self, cache: PrefixCache, state: str | None) -> Memory:
+        """Pools as large as the slot pools of the components the layers read."""
+        shapes = dict(cache.config.pool_shapes())
+        kv = {kind: shapes[name].capacity for kind, name in self.sources.items()}
+        return Memory(self.model, PoolSizes(kv, 0 if state is None else shapes[state].capacity))
 
     # ------------------------------------------------------------------ scheduling
 

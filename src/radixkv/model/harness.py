@@ -144,15 +144,17 @@ def verify(
     progress: Progress | None = None,
 ) -> VerifyReport:
     """Run ``specs`` with a fresh cache of ``cache_config`` and check them against the
-    uncached runs of ``reference``'s decoder. ``engine`` may be a subclass (e.g. a
-    deliberately broken one). ``progress`` sees the cached run's requests finish, then
-    their comparisons, out of twice the number of requests."""
+    uncached runs of ``reference``'s decoder; audits the cache (``check_invariants``) each
+    time a request finishes. ``engine`` may be a subclass (e.g. a deliberately broken one).
+    ``progress`` sees the cached run's requests finish, then their comparisons, out of
+    twice the number of requests."""
     cache = PrefixCache(cache_config)
     runner = engine(reference.decoder, cache, chunk=chunk, max_running=max_running)
     total = 2 * len(specs)
     peak = dict.fromkeys(tombstones(cache), 0)
 
     def ran(done: int, _: int) -> None:
+        cache.check_invariants()
         for name, count in tombstones(cache).items():
             peak[name] = max(peak[name], count)
         if progress is not None:
