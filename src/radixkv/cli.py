@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["main"]
+__all__ = ["main", "parse_verify"]
 
 _EXIT_USAGE = 2
 
@@ -154,6 +154,15 @@ def _run_demo() -> int:
     demo = importlib.import_module("radixkv.demo")
     code: int = demo.main()
     return code
+
+
+def parse_verify(argv: list[str]) -> argparse.Namespace:
+    """The options of ``radixkv verify ARGV...`` as :mod:`radixkv.model.command` gets them
+    (defaults filled in). Raises ``ValueError`` on a bad option."""
+    try:
+        return _build_parser().parse_args(["verify", *argv])
+    except _UsageError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

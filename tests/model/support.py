@@ -8,20 +8,25 @@ side.
 from __future__ import annotations
 
 import functools
+import io
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from radixkv import CacheConfig
 from radixkv.cache import Lease
+from radixkv.cli import parse_verify
 from radixkv.model import (
     DEFAULT_LAYERS,
     Engine,
     ModelConfig,
     Reference,
     RequestSpec,
+    VerifyReport,
     WorkloadConfig,
     build,
+    command,
 )
 from radixkv.model.caches import CacheSizes, cache_config
 from radixkv.model.config import combinations
@@ -39,6 +44,31 @@ CAPACITY = 384
 SWA_CAPACITY = 256
 CHUNKED_CAPACITY = 256
 STATES = 32
+
+
+@dataclass(frozen=True)
+class DefaultRun:
+    """``radixkv verify`` with its defaults (what ``make demo`` runs): exit code, output,
+    and per (combination, page size) the cache it used and its report."""
+
+    code: int
+    out: str
+    runs: dict[tuple[tuple[str, ...], int], tuple[CacheConfig, VerifyReport]]
+
+
+@functools.cache
+def default_run() -> DefaultRun:
+    """The default verify run, once per test session (the demo test and the exactness
+    test both read it)."""
+    runs: dict[tuple[tuple[str, ...], int], tuple[CacheConfig, VerifyReport]] = {}
+
+    def sink(combo: tuple[str, ...], page: int, config: CacheConfig,
+             report: VerifyReport) -> None:
+        runs[combo, page] = (config, report)
+
+    out = io.StringIO()
+    code = command.run(parse_verify([]), out, io.StringIO(), sink)
+    return DefaultRun(code, out.getvalue(), runs)
 
 
 def combo_id(combo: tuple[str, ...]) -> str:

@@ -9,13 +9,15 @@ from __future__ import annotations
 import pytest
 
 import radixkv
-from radixkv.model import VerifyReport, verify
+from radixkv.cli import parse_verify
+from radixkv.model import VerifyReport, command, verify
 
 from .support import (
     CAPACITY,
     COMBOS,
     PAGES,
     combo_id,
+    default_run,
     model_reference,
     small_cache,
     workload,
@@ -40,13 +42,24 @@ def test_every_supported_combination_is_covered() -> None:
     assert len(COMBOS) == 8 and ALL == ("full", "swa", "chunked", "mamba")
 
 
+def test_the_default_verify_run_has_the_workload_model_and_engine_of_these_tests() -> None:
+    args = parse_verify([])
+    assert args.page_size == PAGES and args.combo == ["all"]
+    assert command.workload(args) == workload()
+    for combo in COMBOS:
+        assert command.model_config(args, combo) == model_reference(combo).decoder.config
+    assert (args.chunk, args.max_running) == (20, 3)
+
+
 @pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
 def test_cached_run_is_bitwise_equal_to_the_uncached_run(
     combo: tuple[str, ...], page: int
 ) -> None:
-    config = small_cache(combo, page)
-    report = verify(model_reference(combo), config, workload(), chunk=20, max_running=3)
+    """Read from the default ``radixkv verify`` run (``make demo``), whose configuration
+    is the one these tests use throughout (checked first)."""
+    config, report = default_run().runs[combo, page]
+    assert config == small_cache(combo, page)
     assert report.passed, _failures(report)
     assert report.reuse_share >= MIN_REUSE
     assert sum(group.compared_rows for group in report.groups) > 1000

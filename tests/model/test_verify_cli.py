@@ -6,9 +6,11 @@ import io
 
 import pytest
 
-from radixkv import demo, supported_combinations
+from radixkv import cli, demo, supported_combinations
 from radixkv.cli import main
 from radixkv.model.report import ProgressBar
+
+from .support import default_run
 
 SMALL = ["--chats", "2", "--turns", "2", "--families", "1", "--questions", "1",
          "--page-size", "4"]
@@ -102,9 +104,23 @@ def test_progress_bar_stays_silent_off_a_terminal_and_redraws_only_on_change() -
     assert drawn.endswith("\rx [####] 8/8\n")
 
 
-def test_demo_runs_verify_on_the_built_in_default(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_runs_verify_with_its_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str] | None] = []
+
+    def main_spy(argv: list[str] | None = None) -> int:
+        calls.append(argv)
+        return 0
+
+    monkeypatch.setattr(cli, "main", main_spy)
     assert demo.main() == 0
-    out = capsys.readouterr().out
+    assert calls == [["verify"]]
+
+
+def test_verify_passes_every_combination_by_default() -> None:
+    """What ``make demo`` prints (test_exactness.py checks each run's report)."""
+    run = default_run()
     runs = 2 * len(supported_combinations())  # page sizes 1 and 16
-    assert f"verify PASS: {runs} of {runs} runs" in out
-    assert out.count("PASS: ") == runs + 1
+    assert run.code == 0
+    assert f"verify PASS: {runs} of {runs} runs" in run.out
+    assert run.out.count("PASS: ") == runs + 1
+    assert "FAIL" not in run.out

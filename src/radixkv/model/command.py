@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from ..cache import CacheConfig
@@ -77,8 +78,32 @@ def _run_one(args: argparse.Namespace, reference: Reference, config: CacheConfig
                   progress=bar)
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run ``radixkv verify`` with parsed options; return the exit code."""
+Sink = Callable[[tuple[str, ...], int, CacheConfig, VerifyReport], None]
+"""Called with each run's combination, page size, cache configuration and report."""
+
+
+def _run_combo(args: argparse.Namespace, combo: tuple[str, ...], specs: list[RequestSpec],
+               out: TextIO, err: TextIO, sink: Sink | None) -> list[bool]:
+    """Run ``combo`` at every page size; print each verdict; whether each passed."""
+    model = model_config(args, combo)
+    reference = shared_reference(model)
+    outcomes = []
+    for page in args.page_size:
+        config = cache_config(args, combo, page, model)
+        print(_header(combo, page, model, config), file=out, flush=True)
+        report = _run_one(args, reference, config, specs, err)
+        lines = group_lines(report.groups, details=True) + summary_lines(report)
+        print("\n".join(lines), file=out, flush=True)
+        outcomes.append(report.passed)
+        if sink is not None:
+            sink(combo, page, config, report)
+    return outcomes
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None,
+        sink: Sink | None = None) -> int:
+    """Run ``radixkv verify`` with parsed options; return the exit code. ``sink``, if
+    given, also gets every run's report."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     combos = list(COMBOS.values()) if "all" in args.combo else [COMBOS[c] for c in args.combo]
@@ -86,15 +111,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         specs = workload(args)
         for combo in combos:
-            model = model_config(args, combo)
-            reference = shared_reference(model)
-            for page in args.page_size:
-                config = cache_config(args, combo, page, model)
-                print(_header(combo, page, model, config), file=out, flush=True)
-                report = _run_one(args, reference, config, specs, err)
-                lines = group_lines(report.groups, details=True) + summary_lines(report)
-                print("\n".join(lines), file=out, flush=True)
-                outcomes.append(report.passed)
+            outcomes += _run_combo(args, combo, specs, out, err, sink)
     except OutOfSlotsError as exc:
         print(f"radixkv verify: error: pools too small for one request: {exc}", file=err)
         return 2
