@@ -67,11 +67,11 @@ def test_cached_run_is_bitwise_equal_to_the_uncached_run(
     assert report.engine.window_misses == 0
     # eviction never stops: the FULL pool turned over more than twice
     assert report.evicted["full"] > 2 * CAPACITY
-    for name in combo:
+    for spec in config.specs:
+        name = spec.name
         assert report.reused[name] > 0, f"{name} never reused"
         assert report.evicted[name] > 0, f"{name} never evicted"
-    for name in combo:
-        if config.spec(name).windowed:  # type: ignore[union-attr]
+        if spec.windowed:
             # its own pool ran short (not only cascades from FULL) and left tombstones
             assert report.pressure[name] > 0, f"{name} never evicted for its own pool"
             assert report.tombstones[name] > 0, f"{name} never tombstoned"
