@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["main"]
+__all__ = ["main", "parse_verify"]
 
 _EXIT_USAGE = 2
 
@@ -41,7 +41,7 @@ def _build_parser() -> _Parser:
         "verify",
         help="check that cached runs of a reference hybrid model are bitwise exact",
         description="Run a workload through the prefix cache with a tiny float64 reference "
-        "model (full attention, sliding-window attention and SSM layers) and check that "
+        "model (full, sliding-window and chunked local attention, SSM layers) and check that "
         "every logits row equals, bit for bit, the run without caching. Exit code 1 when a "
         "request group differs.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -80,13 +80,19 @@ def _run_bench(args: argparse.Namespace) -> int:
     return code
 
 
-_COMBOS = ("full", "full+swa", "full+mamba", "full+swa+mamba", "all")
+def _combos() -> list[str]:
+    """The combinations ``verify`` runs: those the reference model has layer kinds for."""
+    from .model.config import combinations
+
+    return ["+".join(combo) for combo in combinations()]
 
 
 def _add_verify(parser: argparse.ArgumentParser) -> None:
     runs = parser.add_argument_group("runs")
-    runs.add_argument("--combo", nargs="+", choices=_COMBOS, default=["all"],
-                      help="cache component combinations (the model layers follow)")
+    combos = _combos()
+    runs.add_argument("--combo", nargs="+", choices=[*combos, "all"], default=["all"],
+                      metavar="COMBO", help="cache component combinations, from "
+                      f"{', '.join(combos)} or all (the model layers follow)")
     runs.add_argument("--page-size", nargs="+", type=_at_least(1), default=[1, 16], metavar="N",
                       help="page sizes to run")
     runs.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -96,8 +102,8 @@ def _add_verify(parser: argparse.ArgumentParser) -> None:
     _add_ints(work, _WORKLOAD_INTS)
     model = parser.add_argument_group("model")
     model.add_argument("--layers", default=None, metavar="KINDS",
-                       help="comma-separated layer kinds from full,swa,ssm (none: a stack "
-                       "matching each combination)")
+                       help="comma-separated layer kinds from full,swa,chunked,ssm (none: a "
+                       "stack matching each combination)")
     _add_ints(model, _MODEL_INTS)
     cache = parser.add_argument_group("cache and engine")
     _add_ints(cache, _CACHE_INTS)
@@ -137,14 +143,20 @@ _WORKLOAD_INTS: tuple[tuple[str, int | None, str], ...] = (
 _MODEL_INTS: tuple[tuple[str, int | None, str], ...] = (
     ("vocab", 64, "vocabulary size"), ("d-model", 16, "hidden size"),
     ("heads", 2, "attention heads"), ("window", 20, "sliding window W of swa layers"),
+    ("attention-chunk", 32, "chunk C of chunked local attention layers (a multiple of the "
+     "page sizes)"),
     ("state-size", 8, "recurrent state channels of ssm layers"),
 )
 _CACHE_INTS: tuple[tuple[str, int | None, str], ...] = (
     ("capacity", 384, "FULL KV slots (rounded up to whole pages)"),
-    ("swa-capacity", 256, "SWA KV slots"), ("mamba-states", 32, "MAMBA state slots"),
+    ("swa-capacity", 256, "SWA KV slots"),
+    ("chunked-capacity", 256, "chunked local attention KV slots"),
+    ("mamba-states", 32, "MAMBA state slots"),
     ("track-interval", 0, "MAMBA checkpoint interval (0: max(8, page size))"),
     ("cache-window", None, "the cache's sliding window (none: --window; a smaller one "
      "breaks exactness, to see a FAIL)"),
+    ("cache-chunk", None, "the cache's local-attention chunk (none: --attention-chunk; "
+     "another one breaks exactness)"),
     ("chunk", 20, "prefill chunk size"), ("max-running", 3, "requests running interleaved"),
 )
 
@@ -159,6 +171,15 @@ def _run_demo() -> int:
     demo = importlib.import_module("radixkv.demo")
     code: int = demo.main()
     return code
+
+
+def parse_verify(argv: list[str]) -> argparse.Namespace:
+    """The options of ``radixkv verify ARGV...`` as :mod:`radixkv.model.command` gets them
+    (defaults filled in). Raises ``ValueError`` on a bad option."""
+    try:
+        return _build_parser().parse_args(["verify", *argv])
+    except _UsageError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,11 +7,20 @@ import pytest
 
 from radixkv.errors import ConfigError
 from radixkv.model import DEFAULT_LAYERS, Decoder, ModelConfig, generate
+from radixkv.model.config import combinations, default_layers
 
 
-def _logits(layers: tuple[str, ...], prompt: list[int], window: int = 4) -> np.ndarray:
-    decoder = Decoder(ModelConfig(layers=layers, window=window, seed=5))
+def _logits(
+    layers: tuple[str, ...], prompt: list[int], window: int = 4, chunk: int = 8
+) -> np.ndarray:
+    decoder = Decoder(ModelConfig(layers=layers, window=window, chunk=chunk, seed=5))
     return generate(decoder, tuple(prompt), 1).logits
+
+
+def _changed(prompt: list[int], position: int) -> list[int]:
+    changed = list(prompt)
+    changed[position] += 1
+    return changed
 
 
 @pytest.mark.parametrize(
@@ -21,6 +30,7 @@ def _logits(layers: tuple[str, ...], prompt: list[int], window: int = 4) -> np.n
         ({"layers": ("full", "mlp")}, "unknown layer kind"),
         ({"d_model": 10, "heads": 3}, "multiple of heads"),
         ({"window": 0}, "window"),
+        ({"chunk": 0}, "chunk"),
         ({"vocab_size": True}, "vocab_size"),
     ],
 )
@@ -30,12 +40,19 @@ def test_invalid_shapes_are_refused(settings: dict[str, object], message: str) -
 
 
 def test_default_stacks_need_exactly_their_combination() -> None:
+    assert list(DEFAULT_LAYERS) == combinations()
+    assert len(DEFAULT_LAYERS) == 8
     for combo, layers in DEFAULT_LAYERS.items():
         config = ModelConfig.for_components(combo)
         assert config.layers == layers
         assert config.components() == combo
+        assert len(layers) <= 4
+    assert DEFAULT_LAYERS[("full", "chunked")] == ("chunked", "full", "chunked")
+    assert DEFAULT_LAYERS[("full", "swa", "chunked", "mamba")] == ("ssm", "swa", "chunked", "full")
     with pytest.raises(ConfigError):
         ModelConfig.for_components(("swa",))
+    with pytest.raises(ConfigError, match="unsupported"):
+        default_layers(("full", "conv"))
 
 
 def test_same_seed_same_bits_other_seed_other_model() -> None:
@@ -61,15 +78,29 @@ def test_sliding_window_layer_sees_exactly_the_last_w_tokens_and_itself() -> Non
     window, prompt = 4, list(range(10, 30))
     position = len(prompt) - 1
     base = _logits(("swa",), prompt, window)[position]
-    outside = list(prompt)
-    outside[position - window - 1] += 1
+    outside = _changed(prompt, position - window - 1)
     assert _logits(("swa",), outside, window)[position].tobytes() == base.tobytes()
-    edge = list(prompt)
-    edge[position - window] += 1
+    edge = _changed(prompt, position - window)
     assert not np.array_equal(_logits(("swa",), edge, window)[position], base)
 
 
-@pytest.mark.parametrize("layers", [("full",), ("ssm",)])
+@pytest.mark.parametrize("position", [16, 17, 23])
+def test_chunked_layer_sees_exactly_its_own_chunk_so_far(position: int) -> None:
+    """Token p of a lone chunked layer (chunks of C = 8) depends on positions
+    [p - p % C, p] and nothing earlier or later: the first token of a chunk sees only
+    itself, what a cache with ``ChunkedLocal(chunk=C)`` keeps for a prefix of length p."""
+    prompt = list(range(10, 40))
+    base = _logits(("chunked",), prompt)
+    before = _logits(("chunked",), _changed(prompt, 15))
+    assert before[position].tobytes() == base[position].tobytes()
+    assert not np.array_equal(before[15], base[15])
+    start = _logits(("chunked",), _changed(prompt, 16))
+    assert not np.array_equal(start[position], base[position])
+    later = _logits(("chunked",), _changed(prompt, position + 1))
+    assert later[position].tobytes() == base[position].tobytes()
+
+
+@pytest.mark.parametrize("layers", [("full",), ("ssm",), ("ssm", "chunked")])
 def test_full_attention_and_the_recurrence_see_the_first_token(layers: tuple[str, ...]) -> None:
     prompt = list(range(10, 50))
     changed = [11, *prompt[1:]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from radixkv import CacheConfig, PrefixCache
+from radixkv.cache import Lease
 from radixkv.errors import ConfigError, OutOfSlotsError
 from radixkv.model import Decoder, Engine, ModelConfig, RequestSpec, compare, verify
 
@@ -46,8 +47,40 @@ def test_mamba_reuse_starts_from_a_copied_state() -> None:
     engine = _engine(combo)
     prompt = tuple(range(1, 50))
     records = engine.run([RequestSpec(0, "a", prompt, 2), RequestSpec(1, "a", prompt, 2)])
-    assert records[1].state_reused and records[1].reused == 48  # the last page boundary
+    assert records[1].lent["mamba"] == 1 and records[1].reused == 48  # the last page boundary
     assert compare(records[1], model_reference(combo)) is None
+
+
+def test_chunked_reuse_lends_the_window_of_the_open_chunk_only() -> None:
+    """A prompt reused up to 45 tokens (chunks of 32): the cache lends the chunked KV of
+    positions 32..44 only; positions 0..31 of a finished chunk are never read again."""
+    combo = ("full", "chunked")
+    engine = _engine(combo)
+    prompt = tuple(range(1, 47))
+    records = engine.run([RequestSpec(0, "a", prompt, 2), RequestSpec(1, "a", prompt, 2)])
+    assert records[1].reused == 45
+    assert records[1].lent == {"full": 45, "chunked": 45 - 32}
+    assert compare(records[1], model_reference(combo)) is None
+    assert engine.stats.window_misses == 0
+
+
+def test_decoding_into_a_new_chunk_hands_back_the_finished_chunk() -> None:
+    """slide_window releases the request's own chunked slots of a chunk once the next one
+    starts; the layers never needed them, so the run stays exact."""
+    combo = ("full", "chunked")
+    engine = _engine(combo)
+    released: list[int] = []
+    slide = engine.cache.slide_window
+
+    def spy(lease: Lease, computed: int | None = None) -> int:
+        released.append(slide(lease, computed))
+        return released[-1]
+
+    engine.cache.slide_window = spy  # type: ignore[method-assign]
+    records = engine.run([RequestSpec(0, "a", tuple(range(1, 30)), 8)])
+    # positions 29.. decode; token 32 opens chunk 1, so chunk 0's 32 own slots go back
+    assert sum(released) == 32 and released.count(32) == 1
+    assert compare(records[0], model_reference(combo)) is None
 
 
 def test_requests_interleave_up_to_max_running() -> None:
@@ -80,10 +113,17 @@ def test_a_model_with_ssm_layers_needs_the_mamba_component() -> None:
         Engine(Decoder(ModelConfig(layers=("ssm", "full"))), cache)
 
 
-def test_swa_layers_on_a_full_only_cache_use_full_slots_and_stay_exact() -> None:
-    ref = reference(("swa", "full", "swa"))
-    report = verify(ref, small_cache(("full",), 1), workload(), chunk=20, max_running=3)
-    assert report.passed and report.reuse_share > 0.35
+@pytest.mark.parametrize(("layers", "combo"), [
+    (("swa", "full", "swa"), ("full",)),
+    (("chunked", "full", "chunked"), ("full",)),
+    (("swa", "chunked", "full"), ("full", "chunked")),
+])
+def test_window_layers_without_their_component_read_full_slots_and_stay_exact(
+    layers: tuple[str, ...], combo: tuple[str, ...]
+) -> None:
+    report = verify(reference(layers), small_cache(combo, 16), workload(), chunk=20,
+                    max_running=3)
+    assert report.passed and report.reuse_share > 0.4
 
 
 def test_a_bad_workload_is_refused() -> None:

@@ -6,9 +6,11 @@ import io
 
 import pytest
 
-from radixkv import demo
+from radixkv import cli, demo, supported_combinations
 from radixkv.cli import main
 from radixkv.model.report import ProgressBar
+
+from .support import default_run
 
 SMALL = ["--chats", "2", "--turns", "2", "--families", "1", "--questions", "1",
          "--page-size", "4"]
@@ -17,13 +19,15 @@ SMALL = ["--chats", "2", "--turns", "2", "--families", "1", "--questions", "1",
 def test_verify_passes_and_prints_reuse_evictions_and_verdicts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code = main(["verify", "--combo", "full+swa+mamba", "full", "--capacity", "160",
-                 "--no-progress", *SMALL])
+    code = main(["verify", "--combo", "full+swa+chunked+mamba", "full", "--capacity", "160",
+                 "--swa-capacity", "144", "--chunked-capacity", "144", "--no-progress", *SMALL])
     out = capsys.readouterr().out
     assert code == 0
     assert out.count("== ") == 2
-    assert "reused:  full" in out and "swa" in out and "states" in out
-    assert "evicted: full" in out
+    assert "swa 144 (window 20), chunked 144 (chunk 32), mamba 32 (track interval 8)" in out
+    assert "reused:  full" in out and "swa" in out and "chunked" in out and "states" in out
+    assert "evicted: full" in out and "own pool short: full" in out
+    assert "tombstones (most at once): swa" in out
     assert "chat-0" in out and "fewshot-0" in out
     assert "FAIL" not in out
     assert "verify PASS: 2 of 2 runs" in out
@@ -40,6 +44,25 @@ def test_verify_fails_with_exit_code_1_when_the_cache_window_is_too_small(
     assert "verify FAIL: 0 of 1 runs" in out
 
 
+def test_verify_fails_when_the_cache_chunk_differs_from_the_model_chunk(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["verify", "--combo", "full+chunked", "--cache-chunk", "16", "--no-progress",
+                 "--page-size", "16", "--chats", "3", "--turns", "3", "--decode", "12"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "chunked 256 (chunk 16)" in out and "window or chunk smaller" in out
+    assert "verify FAIL: 0 of 1 runs" in out
+
+
+def test_every_supported_combination_is_a_choice(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for combo in supported_combinations():
+        assert "+".join(combo) in text
+    assert main(["verify", "--combo", "full+conv"]) == 2
+
+
 def test_verify_draws_a_progress_bar_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "--combo", "full", "--progress", *SMALL]) == 0
     err = capsys.readouterr().err
@@ -51,6 +74,7 @@ def test_verify_draws_a_progress_bar_when_asked(capsys: pytest.CaptureFixture[st
     ("args", "message"),
     [
         (["--layers", "full,conv"], "unknown layer kind"),
+        (["--combo", "full+chunked", "--page-size", "5"], "multiple of page_size 5"),
         (["--combo", "full", "--layers", "ssm"], "mamba"),
         (["--capacity", "8", "--combo", "full"], "pools too small"),
         (["--workload", "chat", "--chats", "1", "--heads", "3"], "multiple of heads"),
@@ -80,8 +104,23 @@ def test_progress_bar_stays_silent_off_a_terminal_and_redraws_only_on_change() -
     assert drawn.endswith("\rx [####] 8/8\n")
 
 
-def test_demo_runs_verify_on_the_built_in_default(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_runs_verify_with_its_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str] | None] = []
+
+    def main_spy(argv: list[str] | None = None) -> int:
+        calls.append(argv)
+        return 0
+
+    monkeypatch.setattr(cli, "main", main_spy)
     assert demo.main() == 0
-    out = capsys.readouterr().out
-    assert "verify PASS: 8 of 8 runs" in out
-    assert out.count("PASS: ") == 8 + 1
+    assert calls == [["verify"]]
+
+
+def test_verify_passes_every_combination_by_default() -> None:
+    """What ``make demo`` prints (test_exactness.py checks each run's report)."""
+    run = default_run()
+    runs = 2 * len(supported_combinations())  # page sizes 1 and 16
+    assert run.code == 0
+    assert f"verify PASS: {runs} of {runs} runs" in run.out
+    assert run.out.count("PASS: ") == runs + 1
+    assert "FAIL" not in run.out

@@ -11,46 +11,41 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 from ..cache import CacheConfig
 from ..errors import OutOfSlotsError, RadixKVError
+from .caches import CacheSizes
+from .caches import cache_config as build_cache
 from .config import DEFAULT_LAYERS, ModelConfig
-from .decoder import Decoder
 from .harness import VerifyReport, verify
-from .reference import Reference
+from .reference import Reference, shared_reference
 from .report import ProgressBar, group_lines, summary_lines
 from .requests import RequestSpec
 from .workload import WorkloadConfig, build
 
 COMBOS = {"+".join(combo): combo for combo in DEFAULT_LAYERS}
-"""Command-line names of the component combinations: ``full``, ``full+swa``..."""
-
-
-def _round_up(value: int, page: int) -> int:
-    return -(-value // page) * page
+"""Command-line names of the component combinations: ``full``, ``full+swa``... (every one
+:func:`radixkv.supported_combinations` lists that the reference model has layers for)."""
 
 
 def model_config(args: argparse.Namespace, combo: tuple[str, ...]) -> ModelConfig:
     """The model of one run: ``--layers`` or the default stack for ``combo``."""
     layers = tuple(args.layers.split(",")) if args.layers else DEFAULT_LAYERS[combo]
     return ModelConfig(layers=layers, vocab_size=args.vocab, d_model=args.d_model,
-                       heads=args.heads, window=args.window, state_size=args.state_size,
-                       seed=args.seed)
+                       heads=args.heads, window=args.window, chunk=args.attention_chunk,
+                       state_size=args.state_size, seed=args.seed)
 
 
-def cache_config(args: argparse.Namespace, combo: tuple[str, ...], page: int) -> CacheConfig:
+def cache_config(args: argparse.Namespace, combo: tuple[str, ...], page: int,
+                 model: ModelConfig) -> CacheConfig:
     """The cache of one run; pool sizes are rounded up to whole pages."""
-    extra: dict[str, Any] = {}
-    if "swa" in combo:
-        window = args.window if args.cache_window is None else args.cache_window
-        extra.update(sliding_window=window, swa_capacity=_round_up(args.swa_capacity, page))
-    if "mamba" in combo:
-        interval = args.track_interval or max(8, page)
-        extra.update(mamba_track_interval=_round_up(interval, page),
-                     mamba_states=args.mamba_states)
-    return CacheConfig(capacity=_round_up(args.capacity, page), page_size=page,
-                       policy=args.policy, components=combo, **extra)
+    sizes = CacheSizes(capacity=args.capacity, swa_capacity=args.swa_capacity,
+                       chunked_capacity=args.chunked_capacity, states=args.mamba_states,
+                       track_interval=args.track_interval or None, window=args.cache_window,
+                       chunk=args.cache_chunk, policy=args.policy)
+    return build_cache(combo, page, model, sizes)
 
 
 def workload(args: argparse.Namespace) -> list[RequestSpec]:
@@ -61,14 +56,19 @@ def workload(args: argparse.Namespace) -> list[RequestSpec]:
         questions=args.questions, decode=args.decode, seed=args.seed))
 
 
+def _pool(config: CacheConfig, name: str) -> str:
+    spec = config.spec(name)
+    shape = dict(config.pool_shapes())[name]
+    settings = {field: getattr(spec, field) for field in ("window", "chunk", "track_interval")
+                if hasattr(spec, field)}
+    detail = ", ".join(f"{field.replace('_', ' ')} {value}" for field, value in settings.items())
+    return f"{name} {shape.capacity}" + (f" ({detail})" if detail else "")
+
+
 def _header(combo: tuple[str, ...], page: int, model: ModelConfig, config: CacheConfig) -> str:
-    pools = [f"capacity {config.capacity}"]
-    if config.swa_capacity is not None:
-        pools.append(f"swa {config.swa_capacity} (window {config.sliding_window})")
-    if "mamba" in combo:
-        pools.append(f"{config.mamba_states} states every {config.mamba_track_interval}")
+    pools = ", ".join(_pool(config, name) for name in config.names)
     return (f"== {'+'.join(combo)} · page {page} · layers {','.join(model.layers)} "
-            f"(window {model.window}) · {', '.join(pools)} · {config.policy}")
+            f"(window {model.window}, chunk {model.chunk}) · {pools} · {config.policy}")
 
 
 def _run_one(args: argparse.Namespace, reference: Reference, config: CacheConfig,
@@ -78,8 +78,32 @@ def _run_one(args: argparse.Namespace, reference: Reference, config: CacheConfig
                   progress=bar)
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run ``radixkv verify`` with parsed options; return the exit code."""
+Sink = Callable[[tuple[str, ...], int, CacheConfig, VerifyReport], None]
+"""Called with each run's combination, page size, cache configuration and report."""
+
+
+def _run_combo(args: argparse.Namespace, combo: tuple[str, ...], specs: list[RequestSpec],
+               out: TextIO, err: TextIO, sink: Sink | None) -> list[bool]:
+    """Run ``combo`` at every page size; print each verdict; whether each passed."""
+    model = model_config(args, combo)
+    reference = shared_reference(model)
+    outcomes = []
+    for page in args.page_size:
+        config = cache_config(args, combo, page, model)
+        print(_header(combo, page, model, config), file=out, flush=True)
+        report = _run_one(args, reference, config, specs, err)
+        lines = group_lines(report.groups, details=True) + summary_lines(report)
+        print("\n".join(lines), file=out, flush=True)
+        outcomes.append(report.passed)
+        if sink is not None:
+            sink(combo, page, config, report)
+    return outcomes
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None,
+        sink: Sink | None = None) -> int:
+    """Run ``radixkv verify`` with parsed options; return the exit code. ``sink``, if
+    given, also gets every run's report."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     combos = list(COMBOS.values()) if "all" in args.combo else [COMBOS[c] for c in args.combo]
@@ -87,15 +111,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         specs = workload(args)
         for combo in combos:
-            model = model_config(args, combo)
-            reference = Reference(Decoder(model))
-            for page in args.page_size:
-                config = cache_config(args, combo, page)
-                print(_header(combo, page, model, config), file=out, flush=True)
-                report = _run_one(args, reference, config, specs, err)
-                lines = group_lines(report.groups, details=True) + summary_lines(report)
-                print("\n".join(lines), file=out, flush=True)
-                outcomes.append(report.passed)
+            outcomes += _run_combo(args, combo, specs, out, err, sink)
     except OutOfSlotsError as exc:
         print(f"radixkv verify: error: pools too small for one request: {exc}", file=err)
         return 2

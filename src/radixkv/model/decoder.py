@@ -5,6 +5,8 @@
 
 - ``"full"``: multi-head causal attention over positions ``0..p`` (KV in FULL slots);
 - ``"swa"``: the same over ``[max(0, p - W), p]`` (KV in SWA slots);
+- ``"chunked"``: the same over ``[p - p % C, p]``, the token's own chunk so far (KV in the
+  chunked component's slots);
 - ``"ssm"``: a diagonal, input-gated linear recurrence (no convolution):
   ``s = a * s + (1 - a) * (B h)``, ``a = gate(A h)`` in ``(0.05, 0.95)``, output ``C s``.
 
@@ -14,6 +16,7 @@ function of the token, its position and the KV/state it reads, bit for bit).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,14 +30,14 @@ from .numerics import attend, matvec, rms_norm, soft_gate
 class TokenSlots:
     """Where one token at position ``p`` reads and writes.
 
-    ``full``: FULL slots of positions ``0..p`` (the last is the token's own). ``window``:
-    SWA-layer slots of positions ``max(0, p - W)..p`` (the last is the token's own).
-    ``state``: the request's working state slot (``-1`` for a model without SSM layers).
+    ``kv[kind]``: for each attention layer kind of the model, the slots of positions
+    ``span_start(kind, p) .. p`` in that kind's KV pools (the last is the token's own; see
+    :meth:`ModelConfig.span_start`). ``state``: the request's working state slot (``None``
+    for a model without SSM layers).
     """
 
-    full: np.ndarray
-    window: np.ndarray
-    state: int
+    kv: Mapping[str, np.ndarray]
+    state: int | None
 
 
 def _init(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
@@ -68,17 +71,19 @@ class Decoder:
 
     def step(self, memory: Memory, token: int, position: int, slots: TokenSlots) -> np.ndarray:
         """Run token ``token`` at ``position``: write its KV (and update the state in
-        place), return its logits ``(vocab_size,)``."""
+        place), return its logits ``(vocab_size,)``. Raises ``ValueError`` for a position
+        outside the position table or a missing state slot."""
         if not 0 <= position < self.config.max_positions:
             raise ValueError(f"position {position} outside [0, {self.config.max_positions})")
         hidden = self.embed[token] + self.position[position]
         for index, kind in enumerate(self.config.layers):
             normed = rms_norm(hidden, self.gains[index])
             if kind == "ssm":
+                if slots.state is None:
+                    raise ValueError("a model with SSM layers needs a state slot")
                 update = self._ssm(memory.states[index], index, normed, slots.state)
             else:
-                where = slots.full if kind == "full" else slots.window
-                update = self._attention(memory, index, normed, where)
+                update = self._attention(memory, index, normed, slots.kv[kind])
             hidden = hidden + update
         return matvec(self.head, rms_norm(hidden, self.final_gain))
 

@@ -1,14 +1,19 @@
 """Engine: runs requests of the reference model through a PrefixCache like a scheduler.
 
+It drives any component combination alike, by component name: each attention layer kind
+reads the slots of the cache component that holds its KV (:data:`LAYER_COMPONENTS`; the
+primary FULL slots when the cache has no such component), from the lease's per-component
+view (``slots_of(name)`` from ``start_of(name)``).
+
 Per request: ``admit`` the prompt reusing at most all tokens but the last (its logits are
 needed, so it is always computed: ``admit(prompt, max_match=len(prompt) - 1)``); copy the cached
 recurrent state into the request's own state slot (or zero it); prefill the rest in chunks
 of ``chunk`` tokens, saving states where the cache hints (``checkpoint``) and committing
-after each chunk; then decode greedily: sample from the last logits, release the SWA slots
-that left the window (``slide_window``, only once every token so far is computed), extend by
-the sampled token and compute it, saving a state every ``mamba_track_interval`` tokens (and
-committing it); ``finish``. The last sampled token is never fed back: the cache only ever
-holds KV that was computed.
+after each chunk; then decode greedily: sample from the last logits, release the slots that
+left the window of every windowed component (``slide_window``, only once every token so far
+is computed), extend by the sampled token and compute it, saving a state every track
+interval (and committing it); ``finish``. The last sampled token is never fed back: the
+cache only ever holds KV that was computed.
 
 Up to ``max_running`` requests run interleaved, round-robin, one prefill chunk or one
 decode token each per tick; a turn of a chat is admitted once the previous turn finished.
@@ -18,13 +23,16 @@ When the cache runs out of slots mid-request, that request is aborted and requeu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..cache import Lease, PrefixCache
+from ..components import ChunkedLocal, Mamba
 from ..errors import ConfigError, OutOfSlotsError
+from .config import LAYER_COMPONENTS
 from .decoder import Decoder, TokenSlots
 from .memory import Memory, PoolSizes
 from .requests import RequestRecord, RequestSpec, check_workload, resolve_prompt
@@ -35,9 +43,9 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class EngineStats:
-    """``window_misses``: token steps whose attention window reached before the SWA slots
-    the cache lent (the engine then reads slot 0, like a stale page-table entry; never
-    happens when the cache keeps its window promise)."""
+    """``window_misses``: token steps of an attention layer kind whose span reached before
+    the slots the cache lent for its component (the engine then reads slot 0 there, like a
+    stale page-table entry; never happens when the cache keeps its window promise)."""
 
     admitted: int = 0
     preemptions: int = 0
@@ -61,27 +69,48 @@ class _Running:
 class Engine:
     """The reference engine over one decoder and one cache (see the module docstring)."""
 
+    align_commits = True
+    """Commit (chunked prefill, checkpoints) only at chunk boundaries of the chunked local
+    components, where their window is empty. A workaround: a commit ending inside a chunk
+    whose start lies in a tombstoned node the request borrowed raises inside the cache
+    (``tests/model/test_cache_bugs.py``); ``False`` commits wherever the engine stops."""
+
     def __init__(
         self, decoder: Decoder, cache: PrefixCache, *, chunk: int = 32, max_running: int = 4
     ) -> None:
         if chunk < 1 or max_running < 1:
             raise ConfigError("chunk and max_running must be >= 1")
-        config = cache.config
-        self.has_swa = "swa" in config.names
-        self.has_mamba = "mamba" in config.names
-        if "ssm" in decoder.config.layers and not self.has_mamba:
-            raise ConfigError("a model with SSM layers needs a cache with the 'mamba' component")
-        self.decoder, self.cache = decoder, cache
+        config, model = cache.config, decoder.config
+        self.decoder, self.cache, self.model = decoder, cache, model
         self.chunk, self.max_running = chunk, max_running
-        self.window = decoder.config.window
-        self.interval = config.mamba_track_interval or 0
-        swa = config.swa_capacity if config.swa_capacity is not None else config.capacity
-        self.memory = Memory(decoder.config, PoolSizes(
-            full=config.capacity, swa=swa if self.has_swa else config.capacity,
-            states=config.mamba_states if self.has_mamba else 0))
+        self.sources = self._sources(cache)
+        """The cache component whose slots each attention layer kind reads."""
+        self.per_token = {side.component.name: side.per_token for side in cache.sides}
+        self.windowed = any(spec.windowed for spec in config.specs)
+        chunks = [spec.chunk for spec in config.specs if isinstance(spec, ChunkedLocal)]
+        self.commit_unit = math.lcm(*chunks) if chunks and self.align_commits else 1
+        state = config.spec(LAYER_COMPONENTS["ssm"])
+        if "ssm" in model.layers and state is None:
+            raise ConfigError("a model with SSM layers needs a cache with the "
+                              f"{LAYER_COMPONENTS['ssm']!r} component")
+        self.interval = state.track_interval if isinstance(state, Mamba) else None
+        self.memory = self._memory(cache, None if state is None else state.name)
         self.stats = EngineStats()
         self._attempts: dict[int, int] = {}
         self._paused = False
+
+    def _sources(self, cache: PrefixCache) -> dict[str, str]:
+        """Per attention layer kind, its component if the cache has it, else the primary."""
+        names = cache.config.names
+        primary = next(spec.name for spec in cache.config.specs if spec.primary)
+        return {kind: LAYER_COMPONENTS[kind] if LAYER_COMPONENTS[kind] in names else primary
+                for kind in self.model.attention_kinds}
+
+    def _memory(self, cache: PrefixCache, state: str | None) -> Memory:
+        """Pools as large as the slot pools of the components the layers read."""
+        shapes = dict(cache.config.pool_shapes())
+        kv = {kind: shapes[name].capacity for kind, name in self.sources.items()}
+        return Memory(self.model, PoolSizes(kv, 0 if state is None else shapes[state].capacity))
 
     # ------------------------------------------------------------------ scheduling
 
@@ -148,14 +177,17 @@ class Engine:
         lease = self.cache.admit(prompt, max_match=len(prompt) - 1)
         self.stats.admitted += 1
         self._attempts[spec.rid] = self._attempts.get(spec.rid, 0) + 1
-        record = RequestRecord(
-            spec, prompt, reused=lease.cached_length,
-            swa_reused=max(0, lease.cached_length - lease.swa_start) if self.has_swa else 0,
-            state_reused=lease.copy_state_from is not None,
-            attempts=self._attempts[spec.rid],
-        )
+        record = RequestRecord(spec, prompt, reused=lease.cached_length,
+                               lent={name: self._lent(lease, name) for name in self.per_token},
+                               attempts=self._attempts[spec.rid])
         self._start_state(lease)
         return _Running(lease, record)
+
+    def _lent(self, lease: Lease, name: str) -> int:
+        """What component ``name`` lent at admission: tokens of KV, or 1 for a state."""
+        if self.per_token[name]:
+            return max(0, lease.cached_length - lease.start_of(name))
+        return int(lease.copy_state_from is not None)
 
     def _start_state(self, lease: Lease) -> None:
         """Copy-on-write: the request starts from a copy of the cached state (or zeros)."""
@@ -172,7 +204,7 @@ class Engine:
             end = min(run.computed + self.chunk, prompt_length)
             for position in range(run.computed, end):
                 self._compute(run, position)
-            self.cache.commit(run.lease, end)
+            self._commit(run, end)
             return False
         return self._decode(run)
 
@@ -181,35 +213,38 @@ class Engine:
         run.record.outputs.append(token)
         if len(run.record.outputs) == run.record.spec.decode:
             return True
-        if self.has_swa:
+        if self.windowed:
             self.cache.slide_window(run.lease)
         self.cache.extend(run.lease, [token])
         run.sequence.append(token)
         if self._compute(run, len(run.sequence) - 1):
-            self.cache.commit(run.lease, run.computed)
+            self._commit(run, run.computed)
         return False
+
+    def _commit(self, run: _Running, length: int) -> None:
+        """Commit the first ``length`` tokens, cut to a multiple of ``commit_unit``."""
+        length -= length % self.commit_unit
+        if length > run.lease.tree_owned:
+            self.cache.commit(run.lease, length)
 
     def _compute(self, run: _Running, position: int) -> bool:
         """Run the token at ``position``; True when its state was saved (a checkpoint)."""
         lease = run.lease
-        slots = TokenSlots(
-            full=lease.slots[: position + 1],
-            window=self._window(lease, position),
-            state=-1 if lease.state_slot is None else lease.state_slot,
-        )
+        kv = {kind: self._span(lease, kind, position) for kind in self.sources}
+        slots = TokenSlots(kv=kv, state=lease.state_slot)
         row = self.decoder.step(self.memory, run.sequence[position], position, slots)
         run.record.logits.append(row)
         run.computed = position + 1
         self.stats.computed_tokens += 1
         return self._checkpoint(run)
 
-    def _window(self, lease: Lease, position: int) -> np.ndarray:
-        """Slots of positions ``max(0, position - W) .. position`` for SWA layers."""
-        low = max(0, position - self.window)
-        if not self.has_swa:
-            return lease.slots[low : position + 1]
-        start = lease.swa_start
-        lent = lease.swa_slots[max(0, low - start) : position + 1 - start]
+    def _span(self, lease: Lease, kind: str, position: int) -> np.ndarray:
+        """Slots of positions ``span_start(kind, position) .. position`` of the component
+        layers of ``kind`` read."""
+        low = self.model.span_start(kind, position)
+        name = self.sources[kind]
+        start = lease.start_of(name)
+        lent = lease.slots_of(name)[max(0, low - start) : position + 1 - start]
         if low >= start:
             return lent
         self.stats.window_misses += 1
@@ -219,7 +254,7 @@ class Engine:
         """Save the state after ``run.computed`` tokens where the cache hints, and every
         track interval from the end of the prompt on."""
         lease, done = run.lease, run.computed
-        if not self.has_mamba or done <= lease.tree_owned or lease.state_slot is None:
+        if self.interval is None or done <= lease.tree_owned or lease.state_slot is None:
             return False
         at_interval = done >= len(run.record.prompt) and done % self.interval == 0
         if done not in run.hints and not at_interval:

@@ -49,16 +49,23 @@ class GroupVerdict:
 
 @dataclass
 class VerifyReport:
-    """Verdicts per group (in first-arrival order) and what the cache and engine did.
+    """Verdicts per group (in first-arrival order) and what the cache and engine did, per
+    component name (``units[name]``: ``"tokens"`` or ``"states"``).
 
-    ``reused``: per component, what the cache lent: ``full`` prompt tokens of KV, ``swa``
-    tokens of window KV, ``mamba`` recurrent states (each skipping a whole prefix).
-    ``evicted``: per component, what eviction freed (tokens; states for MAMBA).
+    ``reused``: what each component lent at admission (see :attr:`RequestRecord.lent`): FULL
+    prompt tokens of KV, a windowed component's tokens of window KV, MAMBA recurrent states
+    (each skipping a whole prefix). ``evicted``: what eviction freed, for any reason;
+    ``pressure``: of that, what the component's own pool running short took (not a cascade
+    or a node's removal). ``tombstones``: per windowed component, the most nodes seen (after
+    a request finished) that kept their FULL KV but had lost this component's.
     """
 
     groups: list[GroupVerdict]
     reused: dict[str, int]
     evicted: dict[str, int]
+    pressure: dict[str, int]
+    tombstones: dict[str, int]
+    units: dict[str, str]
     engine: EngineStats
     prompt_tokens: int
     reused_tokens: int
@@ -110,12 +117,20 @@ def verdicts(records: Sequence[RequestRecord], reference: Reference,
     return list(groups.values())
 
 
-def _reused(records: Sequence[RequestRecord]) -> dict[str, int]:
-    return {
-        "full": sum(record.reused for record in records),
-        "swa": sum(record.swa_reused for record in records),
-        "mamba": sum(record.state_reused for record in records),
-    }
+def _reused(records: Sequence[RequestRecord], names: Sequence[str]) -> dict[str, int]:
+    return {name: sum(record.lent[name] for record in records) for name in names}
+
+
+def tombstones(cache: PrefixCache) -> dict[str, int]:
+    """Per windowed component, the nodes that hold FULL (primary) KV but not its own; O(nodes)."""
+    found: dict[str, int] = {}
+    primary = next(index for index, spec in enumerate(cache.config.specs) if spec.primary)
+    nodes = [node for node in cache.tree.nodes.values()
+             if node.parent is not None and node.values[primary] is not None]
+    for index, spec in enumerate(cache.config.specs):
+        if spec.windowed:
+            found[spec.name] = sum(node.values[index] is None for node in nodes)
+    return found
 
 
 def verify(
@@ -129,28 +144,37 @@ def verify(
     progress: Progress | None = None,
 ) -> VerifyReport:
     """Run ``specs`` with a fresh cache of ``cache_config`` and check them against the
-    uncached runs of ``reference``'s decoder. ``engine`` may be a subclass (e.g. a
-    deliberately broken one). ``progress`` sees the cached run's requests finish, then
-    their comparisons, out of twice the number of requests."""
+    uncached runs of ``reference``'s decoder; audits the cache (``check_invariants``) each
+    time a request finishes. ``engine`` may be a subclass (e.g. a deliberately broken one).
+    ``progress`` sees the cached run's requests finish, then their comparisons, out of
+    twice the number of requests."""
     cache = PrefixCache(cache_config)
     runner = engine(reference.decoder, cache, chunk=chunk, max_running=max_running)
     total = 2 * len(specs)
+    peak = dict.fromkeys(tombstones(cache), 0)
 
     def ran(done: int, _: int) -> None:
+        cache.check_invariants()
+        for name, count in tombstones(cache).items():
+            peak[name] = max(peak[name], count)
         if progress is not None:
             progress(done, total)
 
     def checked(done: int, _: int) -> None:
-        ran(len(specs) + done, total)
+        if progress is not None:
+            progress(len(specs) + done, total)
 
     records = runner.run(specs, ran)
     cache.check_invariants()
-    stats = cache.stats()
-    components = cache_config.names
+    stats = cache.stats().components
+    names = cache_config.names
     return VerifyReport(
         groups=verdicts(records, reference, checked),
-        reused={kind: count for kind, count in _reused(records).items() if kind in components},
-        evicted={kind: sum(stats.components[kind].evicted.values()) for kind in components},
+        reused=_reused(records, names),
+        evicted={name: sum(stats[name].evicted.values()) for name in names},
+        pressure={name: stats[name].evicted.get("budget", 0) for name in names},
+        tombstones=peak,
+        units={name: "tokens" if runner.per_token[name] else "states" for name in names},
         engine=runner.stats,
         prompt_tokens=sum(len(record.prompt) for record in records),
         reused_tokens=sum(record.reused for record in records),

@@ -1,27 +1,33 @@
 """Device memory of the reference model: paged KV pools and recurrent-state pools.
 
-One K pool and one V pool per attention layer, one state pool per SSM layer. Full-attention
-layers index their pools with FULL slot ids, sliding-window layers with SWA slot ids, SSM
-layers with state slot ids — exactly the ids a :class:`~radixkv.PrefixCache` hands out, so
-the pools are sized like the cache's slot pools.
+One K pool and one V pool per attention layer, one state pool per SSM layer. Each layer kind
+indexes its pools with the slot ids of the cache component that holds its KV (FULL, SWA,
+chunked local) or state (MAMBA) — exactly the ids a :class:`~radixkv.PrefixCache` hands out,
+so each pool is as large as the slot pool of that component.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from .config import ModelConfig
+from .config import ATTENTION_KINDS, ModelConfig
 
 
 @dataclass(frozen=True)
 class PoolSizes:
-    """Slots of each pool kind: ``full`` (FULL KV), ``swa`` (SWA KV), ``states``."""
+    """Slots of the pools of each layer kind: ``kv[kind]`` for an attention kind (every
+    attention kind of the model needs one), ``states`` for SSM layers."""
 
-    full: int
-    swa: int
+    kv: Mapping[str, int]
     states: int
+
+    @classmethod
+    def uniform(cls, slots: int, states: int) -> PoolSizes:
+        """``slots`` KV slots for every attention kind."""
+        return cls({kind: slots for kind in ATTENTION_KINDS}, states)
 
 
 class KVPool:
@@ -53,8 +59,7 @@ class Memory:
             if kind == "ssm":
                 self.states[index] = np.zeros((sizes.states, config.state_size), np.float64)
             else:
-                slots = sizes.full if kind == "full" else sizes.swa
-                self.kv[index] = KVPool(slots, config.heads, config.head_dim)
+                self.kv[index] = KVPool(sizes.kv[kind], config.heads, config.head_dim)
 
     def zero_state(self, slot: int) -> None:
         """Reset the recurrent state of ``slot`` in every SSM layer (a fresh request)."""
@@ -69,4 +74,4 @@ class Memory:
     @classmethod
     def scratch(cls, config: ModelConfig, num_tokens: int) -> Memory:
         """Pools for one sequence run from scratch: one slot per token, one state."""
-        return cls(config, PoolSizes(full=num_tokens, swa=num_tokens, states=1))
+        return cls(config, PoolSizes.uniform(num_tokens, states=1))

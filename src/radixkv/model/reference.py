@@ -6,10 +6,12 @@ compared against. It uses the same :meth:`Decoder.step` on private pools (slot =
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from .config import ModelConfig
 from .decoder import Decoder, TokenSlots
 from .memory import Memory
 
@@ -30,17 +32,15 @@ def generate(decoder: Decoder, prompt: tuple[int, ...], decode: int) -> Generati
     if not prompt or decode < 1:
         raise ValueError("need a non-empty prompt and decode >= 1")
     total = len(prompt) + decode - 1
-    memory = Memory.scratch(decoder.config, total)
-    window = decoder.config.window
-    rows = np.zeros((total, decoder.config.vocab_size), dtype=np.float64)
+    config = decoder.config
+    memory = Memory.scratch(config, total)
+    rows = np.zeros((total, config.vocab_size), dtype=np.float64)
     sequence = list(prompt)
     outputs: list[int] = []
     for position in range(total):
-        slots = TokenSlots(
-            full=np.arange(position + 1, dtype=np.int64),
-            window=np.arange(max(0, position - window), position + 1, dtype=np.int64),
-            state=0,
-        )
+        kv = {kind: np.arange(config.span_start(kind, position), position + 1, dtype=np.int64)
+              for kind in config.attention_kinds}
+        slots = TokenSlots(kv=kv, state=0)
         rows[position] = decoder.step(memory, sequence[position], position, slots)
         if position >= len(prompt) - 1:
             outputs.append(int(np.argmax(rows[position])))
@@ -62,3 +62,11 @@ class Reference:
         if run is None:
             run = self._runs[key] = generate(self.decoder, prompt, decode)
         return run
+
+
+@functools.lru_cache(maxsize=32)
+def shared_reference(config: ModelConfig) -> Reference:
+    """The :class:`Reference` of ``config``'s decoder, one per model config in the process
+    (the last 32 used), so every run of one model, whatever its cache, computes each
+    uncached prompt once."""
+    return Reference(Decoder(config))

@@ -6,8 +6,6 @@ from typing import TextIO
 
 from .harness import GroupVerdict, Mismatch, VerifyReport
 
-_UNITS = {"full": "tokens", "swa": "tokens", "mamba": "states"}
-
 
 class ProgressBar:
     """A one-line text progress bar, redrawn in place (carriage return) on ``stream``
@@ -57,8 +55,8 @@ def group_lines(groups: list[GroupVerdict], details: bool = True) -> list[str]:
     return lines
 
 
-def _per_component(counts: dict[str, int]) -> str:
-    return " · ".join(f"{kind} {count} {_UNITS[kind]}" for kind, count in counts.items())
+def _per_component(counts: dict[str, int], units: dict[str, str]) -> str:
+    return " · ".join(f"{name} {count} {units[name]}" for name, count in counts.items())
 
 
 def summary_lines(report: VerifyReport) -> list[str]:
@@ -67,16 +65,21 @@ def summary_lines(report: VerifyReport) -> list[str]:
     rows = sum(group.compared_rows for group in report.groups)
     requests = sum(group.requests for group in report.groups)
     failed = [group.group for group in report.groups if not group.passed]
+    units = report.units
     lines = [
-        f"  reused:  {_per_component(report.reused)} "
+        f"  reused:  {_per_component(report.reused, units)} "
         f"({_share(report.reused_tokens, report.prompt_tokens)} of prompt tokens)",
-        f"  evicted: {_per_component(report.evicted)}",
+        f"  evicted: {_per_component(report.evicted, units)} "
+        f"(own pool short: {_per_component(report.pressure, units)})",
         f"  engine:  {engine.admitted} admissions, peak {engine.peak_running} running, "
         f"{engine.preemptions} preempted, {engine.computed_tokens} tokens computed",
     ]
+    if report.tombstones:
+        peaks = " · ".join(f"{name} {count} nodes" for name, count in report.tombstones.items())
+        lines.append(f"  tombstones (most at once): {peaks}")
     if engine.window_misses:
-        lines.append(f"  warning: {engine.window_misses} token steps needed SWA KV the cache "
-                     "did not lend (window smaller than the model's?)")
+        lines.append(f"  warning: {engine.window_misses} token steps needed window KV the "
+                     "cache did not lend (window or chunk smaller than the model's?)")
     if failed:
         lines.append(f"  FAIL: {len(failed)} of {len(report.groups)} groups differ from the "
                      f"uncached run: {', '.join(failed)}")

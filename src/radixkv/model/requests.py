@@ -37,16 +37,17 @@ class RequestRecord:
 
     ``logits[i]`` is the logits row of position ``first + i``: every position the engine
     computed (the prompt past the reused prefix, then every fed-back output). ``reused``:
-    prompt tokens whose KV came from the cache; ``swa_reused``: of those, the tokens whose
-    SWA KV (the window) the cache lent; ``state_reused``: whether it started from a cached
-    recurrent state. ``attempts`` > 1 when the engine preempted it and ran it again.
+    prompt tokens whose KV came from the cache; ``lent[name]``: what cache component
+    ``name`` lent at admission: for a per-token component, the tokens of its KV (for a
+    windowed one, the part of its window inside the reused prefix), for a state component
+    1 when the request started from a cached state, else 0. ``attempts`` > 1 when the
+    engine preempted it and ran it again (``lent`` is then the last admission's).
     """
 
     spec: RequestSpec
     prompt: tuple[int, ...]
     reused: int = 0
-    swa_reused: int = 0
-    state_reused: bool = False
+    lent: dict[str, int] = field(default_factory=dict)
     outputs: list[int] = field(default_factory=list)
     logits: list[np.ndarray] = field(default_factory=list)
     attempts: int = 0
