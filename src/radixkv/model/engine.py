@@ -23,14 +23,13 @@ When the cache runs out of slots mid-request, that request is aborted and requeu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..cache import Lease, PrefixCache
-from ..components import ChunkedLocal, Mamba
+from ..components import Mamba
 from ..errors import ConfigError, OutOfSlotsError
 from .config import LAYER_COMPONENTS
 from .decoder import Decoder, TokenSlots
@@ -69,12 +68,6 @@ class _Running:
 class Engine:
     """The reference engine over one decoder and one cache (see the module docstring)."""
 
-    align_commits = True
-    """Commit (chunked prefill, checkpoints) only at chunk boundaries of the chunked local
-    components, where their window is empty. A workaround: a commit ending inside a chunk
-    whose start lies in a tombstoned node the request borrowed raises inside the cache
-    (``tests/model/test_cache_bugs.py``); ``False`` commits wherever the engine stops."""
-
     def __init__(
         self, decoder: Decoder, cache: PrefixCache, *, chunk: int = 32, max_running: int = 4
     ) -> None:
@@ -87,8 +80,6 @@ class Engine:
         """The cache component whose slots each attention layer kind reads."""
         self.per_token = {side.component.name: side.per_token for side in cache.sides}
         self.windowed = any(spec.windowed for spec in config.specs)
-        chunks = [spec.chunk for spec in config.specs if isinstance(spec, ChunkedLocal)]
-        self.commit_unit = math.lcm(*chunks) if chunks and self.align_commits else 1
         state = config.spec(LAYER_COMPONENTS["ssm"])
         if "ssm" in model.layers and state is None:
             raise ConfigError("a model with SSM layers needs a cache with the "
@@ -222,8 +213,8 @@ class Engine:
         return False
 
     def _commit(self, run: _Running, length: int) -> None:
-        """Commit the first ``length`` tokens, cut to a multiple of ``commit_unit``."""
-        length -= length % self.commit_unit
+        """Commit the first ``length`` tokens (wherever a prefill chunk or a checkpoint
+        ends)."""
         if length > run.lease.tree_owned:
             self.cache.commit(run.lease, length)
 

@@ -1,5 +1,4 @@
-"""Cache bugs found by the reference model, each shown by a test that fails until it is
-fixed (``xfail(strict=True)``: when it starts passing, pytest says so and the mark goes).
+"""Cache bugs found by the reference model, kept as regression tests.
 
 Commit ending inside a chunk whose start lies in a tombstoned node
 ------------------------------------------------------------------
@@ -11,22 +10,18 @@ so it is neither split at ``kC`` nor revived. Moving the lock to ``L`` then lend
 chunked window ``[kC, L)`` from the tree (``TokenSide.relend`` →
 ``TreeCore.values_between``), meets the tombstone and raises ``InvalidSlotsError`` — after
 the insert already changed the tree, so the cache is left inconsistent (even
-``check_invariants()`` raises). The engine works around it by committing only at chunk
-boundaries (:attr:`radixkv.model.Engine.align_commits`).
+``check_invariants()`` raises). Fixed since a lock that ends inside a node splits it there
+(the admission lock of ``kC`` makes ``kC`` a node boundary, so the insert revives the
+tombstone above it with the request's own slots); the engine commits wherever it stops.
 """
 
 from __future__ import annotations
 
-import pytest
-
 from radixkv import CacheConfig, ChunkedLocal, FullAttention, PrefixCache
-from radixkv.errors import InvalidSlotsError, RadixKVError
+from radixkv.errors import RadixKVError
 from radixkv.model import Engine, verify
 
 from .support import CHUNKED_COMBOS, model_reference, small_cache, workload
-
-BUG = ("commit inside a chunk whose start lies in a borrowed tombstoned node raises "
-       "InvalidSlotsError from relend and leaves the cache inconsistent")
 
 
 def _cache_with_a_tombstoned_chunk() -> tuple[PrefixCache, list[int]]:
@@ -51,7 +46,6 @@ def test_the_setup_borrows_up_to_a_chunk_boundary_inside_a_tombstone() -> None:
     assert lease.start_of("chunked") == 8 and len(lease.slots_of("chunked")) == 12
 
 
-@pytest.mark.xfail(strict=True, raises=InvalidSlotsError, reason=BUG)
 def test_commit_inside_the_chunk_after_a_borrowed_tombstone() -> None:
     cache, tokens = _cache_with_a_tombstoned_chunk()
     lease = cache.admit(tokens[:16] + [99] * 4, max_match=12)
@@ -62,20 +56,15 @@ def test_commit_inside_the_chunk_after_a_borrowed_tombstone() -> None:
     assert list(lease.slots_of("chunked")[8 - lease.start_of("chunked") :]) == list(own)
 
 
-@pytest.mark.xfail(strict=True, raises=InvalidSlotsError, reason=BUG)
 def test_an_engine_committing_inside_chunks_stays_exact() -> None:
     """The exactness run of ``full+chunked`` with commits wherever prefill chunks end."""
 
-    class AnywhereEngine(Engine):
-        align_commits = False
-
     combo = CHUNKED_COMBOS[0]
     report = verify(model_reference(combo), small_cache(combo, 1), workload(), chunk=20,
-                    max_running=3, engine=AnywhereEngine)
+                    max_running=3, engine=Engine)
     assert report.passed
 
 
-@pytest.mark.xfail(strict=True, raises=InvalidSlotsError, reason=BUG)
 def test_a_commit_that_raises_leaves_the_cache_as_it_was() -> None:
     cache, tokens = _cache_with_a_tombstoned_chunk()
     lease = cache.admit(tokens[:16] + [99] * 4, max_match=12)
