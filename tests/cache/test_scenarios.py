@@ -156,7 +156,8 @@ def test_sharing_a_prefix_borrows_whole_pages_at_every_page_size(page: int) -> N
     assert lease.cached_length == page
     assert lease.slots.tolist()[:page] == seq(0, page)
     assert lease.own_slots.tolist() == seq(2 * page, len(second) - page + (-len(second)) % page)
-    assert locks(cache, node) == [1]
+    assert lease.lock is not None and locks(cache, lease.lock.node_id) == [1]
+    assert locks(cache, node) == [0]  # the lock split the node: its lower half is evictable
     before = cache.stats().available
     cached = cache.finish(lease)
     assert cached == len(second) - len(second) % page
@@ -179,15 +180,15 @@ def test_insert_splits_at_a_page_boundary_keeping_locks_and_the_lower_handle() -
     assert holder.slots.tolist() == [*seq(0, 8), 8]
     assert locks(cache, x) == [1]
 
-    b = cache.admit([*a[:4], 300, 301, 302, 303])  # matches mid-edge: no split yet
+    b = cache.admit([*a[:4], 300, 301, 302, 303])  # mid-edge: the lock splits the edge
     assert b.cached_length == 4
-    assert b.lock is not None and b.lock.node_id == x
+    assert b.lock is not None and b.lock.node_id == cache.tree.node(x).parent.id
     assert b.slots.tolist() == [0, 1, 2, 3, 12, 13, 14, 15]
-    assert locks(cache, x) == [2]
-    assert cache.stats().nodes == 1
+    assert (locks(cache, b.lock.node_id), locks(cache, x)) == ([2], [1])
+    assert cache.stats().nodes == 2
 
     assert cache.tree.node(x).hits == 3  # the match in insert(), holder's and b's admissions
-    assert cache.finish(b) == 8
+    assert cache.finish(b) == 8  # its tokens go below the split it made
     assert cache.stats().nodes == 3
     lower = cache.tree.node(x)  # the old handle is the lower half now
     upper = lower.parent
@@ -234,17 +235,18 @@ def test_an_insert_ending_inside_an_edge_splits_there() -> None:
     assert cache.match(seq(0, 12)).node == x
 
 
-def test_a_fully_borrowed_request_inserts_nothing_and_splits_nothing() -> None:
+def test_a_fully_borrowed_request_inserts_nothing() -> None:
     cache = AuditedCache(capacity=32, page_size=4)
     x = insert(cache, seq(0, 12))
     lease = cache.admit(seq(0, 8))
     assert lease.cached_length == 8
+    assert cache.stats().nodes == 2  # its lock ends at 8: [0, 8) [8, 12)
     assert cache.finish(lease) == 8
-    assert cache.stats().nodes == 1
+    assert cache.stats().nodes == 2
     early = cache.admit([*seq(0, 4), 77, 78])  # the partial page is never cached
     assert cache.finish(early) == 4
-    assert cache.stats().nodes == 1
-    assert cache.tree.node(x).start == 0
+    assert cache.stats().nodes == 3  # split at 4 by its lock, nothing inserted
+    assert cache.tree.node(x).start == 8  # the handle stays with the lowest part
     assert cache.stats().inserted_tokens == 12
 
 

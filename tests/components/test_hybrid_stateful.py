@@ -295,11 +295,11 @@ class HybridMachine(RuleBasedStateMachine):
         owned = lease.tree_owned
         if key_length <= owned:
             return owned
-        live_from = min(lease.swa_dropped, key_length)
+        dropped = min(lease.swa_dropped, key_length)
         limit = key_length
         while True:  # each component may cut shorter once another has cut
             cut = limit
-            if self.swa is not None and live_from >= cut:
+            if self.swa is not None and dropped >= cut:
                 cut = min(owned, cut)  # the new tail already left the window
             if self.mamba is not None:
                 cut = min(cut, max([owned, *(p for p in lease.checkpoints if p <= cut)]))

@@ -284,34 +284,37 @@ def test_a_window_shorter_than_the_prefix_start_locks_the_whole_path() -> None:
 
 
 @pytest.mark.parametrize("p", PAGES)
-def test_a_window_boundary_inside_a_node_pins_that_whole_node_even_after_later_splits(
-    p: int,
-) -> None:
+def test_a_lock_ending_inside_a_node_splits_it_and_pins_exactly_its_window(p: int) -> None:
     cache = swa_cache(page=p, window=4 * p, capacity=32 * p)
     a = seq(100, 12 * p)
     chain(cache, a, [4 * p, 8 * p])  # [0, 4p) [4p, 8p) [8p, 12p)
     b = [*a[: 10 * p], *seq(500, p)]
-    lease_b = cache.admit(b)  # prefix 10p ends inside [8p, 12p); window [6p, 10p)
+    lease_b = cache.admit(b)  # prefix 10p ends inside [8p, 12p): split there; window [6p, 10p)
     node_b = lease_b.lock.node_id
     assert (lease_b.cached_length, lease_b.window_start) == (10 * p, 4 * p)
     assert lease_b.slots.tolist() == [*seq(0, 10 * p), *seq(12 * p, p)]
     assert lease_b.swa_slots.tolist() == [*seq(4 * p, 6 * p), *seq(12 * p, p)]
-    assert [row[-1] for row in tree(cache)] == [[1, 0], [1, 1], [1, 1]]
-    assert ledger(cache, "swa") == (12 * p, 4 * p, 8 * p)
+    assert [row[:2] + row[-1:] for row in tree(cache)] == [
+        (0, 4 * p, [1, 0]),
+        (4 * p, 8 * p, [1, 1]),
+        (8 * p, 10 * p, [1, 1]),  # the upper half the lock split off: b's node
+        (10 * p, 12 * p, [0, 0]),  # the rest of the node stays evictable
+    ]
+    assert cache.tree.node(node_b).start == 8 * p
+    assert ledger(cache, "swa") == (12 * p, 6 * p, 6 * p)
 
-    # c shares the same prefix and splits [8p, 12p) at 10p when it finishes
+    # c shares the same prefix: the boundary at 10p exists already
     lease_c = cache.admit([*a[: 10 * p], *seq(600, p)])
-    assert [row[-1] for row in tree(cache)] == [[2, 0], [2, 2], [2, 2]]
+    assert [row[-1] for row in tree(cache)] == [[2, 0], [2, 2], [2, 2], [0, 0]]
     cache.finish(lease_c)
     assert [row[:2] + row[-1:] for row in tree(cache)] == [
         (0, 4 * p, [1, 0]),
         (4 * p, 8 * p, [1, 1]),
-        (8 * p, 10 * p, [1, 1]),  # new upper half: copied the locks
-        (10 * p, 12 * p, [1, 1]),  # lower half: b's handle, still pinned by b's lock
+        (8 * p, 10 * p, [1, 1]),
+        (10 * p, 12 * p, [0, 0]),
         (10 * p, 11 * p, [0, 0]),  # c's tokens
     ]
     assert locks(cache, node_b) == [1, 1]
-    assert cache.tree.node(node_b).start == 10 * p
 
     # d splits [4p, 8p) at 6p, inside b's pinned range; b's receipt still undoes exactly
     lease_d = cache.admit([*a[: 6 * p], *seq(700, p)])
@@ -321,11 +324,11 @@ def test_a_window_boundary_inside_a_node_pins_that_whole_node_even_after_later_s
         (4 * p, 6 * p, [1, 1]),
         (6 * p, 8 * p, [1, 1]),
         (8 * p, 10 * p, [1, 1]),
-        (10 * p, 12 * p, [1, 1]),
+        (10 * p, 12 * p, [0, 0]),
         (10 * p, 11 * p, [0, 0]),
         (6 * p, 7 * p, [0, 0]),
     ]
-    assert ledger(cache, "swa") == (14 * p, 6 * p, 8 * p)
+    assert ledger(cache, "swa") == (14 * p, 8 * p, 6 * p)
     assert cache.finish(lease_b) == 11 * p
     assert all(row[-1] == [0, 0] for row in tree(cache))
     assert ledger(cache, "swa") == (15 * p, 15 * p, 0)

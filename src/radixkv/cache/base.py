@@ -7,7 +7,14 @@ import itertools
 from typing import Any
 
 from ..core.events import KVEvent
-from ..core.keys import DEFAULT_NAMESPACE, Namespace, encode_tokens, key_of, validate_namespace
+from ..core.keys import (
+    DEFAULT_NAMESPACE,
+    TOKEN_BYTES,
+    Namespace,
+    encode_tokens,
+    key_of,
+    validate_namespace,
+)
 from ..core.node import Node
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
@@ -78,7 +85,7 @@ class CacheBase:
     def _key(self, packed: bytes, length: int | None = None) -> bytes:
         """Tree key of the first ``length`` packed tokens (all by default), whole pages."""
         if length is not None:
-            packed = packed[: 4 * length]
+            packed = packed[: TOKEN_BYTES * length]
         return key_of(packed, self.config.bigram, self.tree.page_bytes)
 
     def match(self, tokens: Any, namespace: Any = None) -> MatchResult:
@@ -94,7 +101,7 @@ class CacheBase:
         # bench match_prefix: without bigrams the tree walks the packed tokens as they are
         key = self._key(packed) if self.config.bigram else packed
         found = self.tree.match(key, space)
-        length, num_tokens, node = found.length, len(packed) >> 2, found.node
+        length, num_tokens, node = found.length, len(packed) // TOKEN_BYTES, found.node
         counters = self.counters  # bench match_prefix: _count_match inline
         counters["matches"] += 1
         counters["match_tokens"] += num_tokens

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.keys import TOKEN_BYTES
 from ..errors import AllocationError, ConfigError, InvalidSlotsError
 from ..memory import as_slot_array
 from .allocation import Allocation, AllocationState
@@ -74,7 +75,7 @@ class Direct(CacheBase):
         :class:`InvalidSlotsTypeError` (nothing changed) for slots of the wrong type, dtype
         or length, or not held by the caller."""
         packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
-        num_tokens = len(packed) // 4
+        num_tokens = len(packed) // TOKEN_BYTES
         allocation = self._held_allocation(slots)
         parts = self._parts(allocation)
         self._check_lengths(parts, num_tokens)

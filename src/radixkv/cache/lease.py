@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..components.request import StateBuffer, TokenBuffer
-from ..core.keys import Namespace
+from ..core.keys import TOKEN_BYTES, Namespace
 from ..core.types import Lock
 from ..errors import InvalidArgumentError
 from .results import PRIMARY
@@ -89,7 +89,7 @@ class Lease:
 
     @property
     def num_tokens(self) -> int:
-        return len(self._tokens) // 4
+        return len(self._tokens) // TOKEN_BYTES
 
     @property
     def tokens(self) -> np.ndarray:

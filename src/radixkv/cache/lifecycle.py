@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.keys import encode_tokens
+from ..core.keys import TOKEN_BYTES, encode_tokens
 from ..core.node import Node
 from ..core.types import TreeInsert
 from ..errors import InvalidArgumentError, LeaseError
@@ -31,7 +31,7 @@ class Lifecycle(CacheBase):
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room."""
         packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
-        num_tokens = len(packed) // 4
+        num_tokens = len(packed) // TOKEN_BYTES
         max_match = as_optional_int("max_match", max_match, 0)
         if max_match is not None and self.config.bigram:
             max_match += 1  # a bigram spans the next token
@@ -69,7 +69,8 @@ class Lifecycle(CacheBase):
         self._check_active(lease)
         packed = encode_tokens(tokens)
         start = lease.num_tokens
-        fresh = max(0, self.pages_for(start + len(packed) // 4) - len(lease.allocated_slots))
+        end = start + len(packed) // TOKEN_BYTES
+        fresh = max(0, self.pages_for(end) - len(lease.allocated_slots))
         needs = self._needs(fresh)
         self.pools.ensure_room(needs)
         used = lease.record(packed, fresh)

@@ -113,9 +113,9 @@ class Component(ABC):
         a :class:`TokenSide` for per-token components, else a :class:`StateSide`."""
         return TokenSide(self) if self.per_token else StateSide(self)
 
-    def token_input(self, slots: np.ndarray, live_from: int) -> object:
+    def token_input(self, slots: np.ndarray, dropped: int) -> object:
         """The insert input of a per-token request's ``slots`` (aligned to the key), of which
-        the caller holds those from ``live_from`` on (default: the slots themselves)."""
+        the caller holds those from ``dropped`` on (default: the slots themselves)."""
         return slots
 
     # ---------------------------------------------------------------- eviction

@@ -18,12 +18,12 @@ from .base import Adoption, Component, PathAdoption, per_token_adoption, per_tok
 @dataclass(frozen=True, slots=True)
 class WindowInput:
     """Insert input of a windowed component: slots aligned to the key, of which the caller
-    still holds those at positions ``>= live_from`` (a page boundary); the tokens before it
+    still holds those at positions ``>= dropped`` (a page boundary); the tokens before it
     already left the request's window and are inserted as tombstones where the tree has
     nothing."""
 
     slots: np.ndarray
-    live_from: int
+    dropped: int
 
 
 class WindowedComponent(Component):
@@ -39,8 +39,8 @@ class WindowedComponent(Component):
     whole_when_complete = True
     lost_reason = "tombstone"
 
-    def token_input(self, slots: np.ndarray, live_from: int) -> object:
-        return WindowInput(slots, live_from)
+    def token_input(self, slots: np.ndarray, dropped: int) -> object:
+        return WindowInput(slots, dropped)
 
     def lock_boundary(self, node: Node, end: int) -> int:
         target = self.window_start(end)
@@ -60,28 +60,28 @@ class WindowedComponent(Component):
             raise InvalidSlotsError(
                 f"{self.name} input must be a WindowInput, got {type(data).__name__}")
         super().check_input(data.slots, length)
-        if data.live_from < 0 or data.live_from % self.page_size:
+        if data.dropped < 0 or data.dropped % self.page_size:
             raise InvalidSlotsError(
-                f"{self.name} live_from {data.live_from} is not a page boundary")
+                f"{self.name} dropped {data.dropped} is not a page boundary")
 
     def insert_limit(self, data: object, length: int, borrowed: int) -> int:
         assert isinstance(data, WindowInput)
         # a new tail that already left the window is a tombstoned leaf no match can end in
         # (unless the window at its end is empty)
-        if data.live_from < length or self.window_start(length) >= length:
+        if data.dropped < length or self.window_start(length) >= length:
             return length
         return min(borrowed, length)
 
     def cut_points(self, data: object, limit: int, borrowed: int) -> Iterable[int]:
         assert isinstance(data, WindowInput)
-        return (data.live_from,) if borrowed < data.live_from < limit else ()
+        return (data.dropped,) if borrowed < data.dropped < limit else ()
 
     def adopt(self, node: Node, data: object, borrowed: int) -> Adoption:
         assert isinstance(data, WindowInput)
-        held_from = max(borrowed, data.live_from)
+        held_from = max(borrowed, data.dropped)
         return per_token_adoption(node, node.values[self.index], data.slots, held_from)
 
     def adopt_path(self, path: Sequence[Node], data: object, borrowed: int) -> PathAdoption:
         assert isinstance(data, WindowInput)
-        held_from = max(borrowed, data.live_from)
+        held_from = max(borrowed, data.dropped)
         return per_token_path_adoption(path, self.index, data.slots, held_from)

@@ -15,7 +15,10 @@ import numpy as np
 
 from ..errors import InvalidNamespaceError, InvalidTokensError
 
-TOKEN_LIMIT = 1 << 32
+TOKEN_BYTES = 4
+"""Bytes of one packed token (little-endian u32); a bigram key element is two of them."""
+
+TOKEN_LIMIT = 1 << (8 * TOKEN_BYTES)
 
 Namespace = tuple[object, object]
 """``(extra_key, cache_salt)``; each part is ``None``, a ``str`` or an ``int``."""
@@ -26,7 +29,7 @@ _EMPTY_TOKENS = np.zeros(0, dtype=np.uint32)
 
 # bench match_prefix: array('I') converts a list of ints in one C loop, faster than
 # struct.pack(*tokens); it packs native order, so only where that is little-endian u32
-_NATIVE_U32 = sys.byteorder == "little" and array("I").itemsize == 4
+_NATIVE_U32 = sys.byteorder == "little" and array("I").itemsize == TOKEN_BYTES
 
 
 def validate_tokens(tokens: Any) -> np.ndarray:

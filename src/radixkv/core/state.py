@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ConfigError, StaleHandleError
 from .config import TreeConfig
 from .event_log import EventLog
-from .keys import Namespace
+from .keys import TOKEN_BYTES, Namespace
 from .node import Node
 from .policy import EvictionQueue, make_policy
 from .types import Lock
@@ -79,7 +79,7 @@ class TreeState:
             raise ConfigError("a tree needs at least one component")
         self.config = config
         self.page_size = config.page_size
-        self.unit = 8 if config.bigram else 4
+        self.unit = 2 * TOKEN_BYTES if config.bigram else TOKEN_BYTES
         self.page_bytes = self.page_size * self.unit
         self.components = list(components)
         for index, component in enumerate(self.components):
