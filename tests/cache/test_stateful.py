@@ -222,18 +222,9 @@ class PrefixCacheMachine(RuleBasedStateMachine):
         return self.PAGE * sum(len(pages) for pages in self.model.cached.values())
 
     def match_path(self, namespace: Namespace, tokens: list[int], length: int) -> set[Prefix]:
-        """Page prefixes of the nodes a match of ``length`` tokens runs through (the last node
-        whole: the cache locks whole nodes)."""
-        if length == 0:
-            return set()
-        node = self.cache.tree.roots[namespace]
-        packed = np.asarray(tokens, dtype="<u4").tobytes()
-        page_bytes = 4 * self.PAGE
-        pos = 0
-        while pos < length:
-            node = node.children[packed[4 * pos : 4 * pos + page_bytes]]
-            pos = node.start + node.length
-        return page_prefixes(node_tokens(node), self.PAGE)
+        """Page prefixes a lock of the first ``length`` tokens pins: exactly those (a lock
+        ending inside a node splits it)."""
+        return page_prefixes(tuple(tokens[:length]), self.PAGE)
 
     def refresh_handles(self) -> None:
         """A handle dies for good when the prefix ending at its node is evicted (even if the

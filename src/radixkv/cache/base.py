@@ -116,7 +116,7 @@ class CacheBase:
         index = self._state
         if index is None:
             return MatchResult(length, path_values, handle)
-        state = None if node is None else node.values[index]
+        state = None if node is None else self.tree.value(node, index)
         return MatchResult(length, path_values, handle, state,
                            (found.branch, num_tokens, self.tree.components[index]))
 

@@ -1,9 +1,11 @@
 """The component interface: what one attention type's per-node value means.
 
 The tree calls these hooks and never asks which kind of component it talks to. A component is
-built from its spec (:mod:`radixkv.components.spec`) and told its index in the tree's
-component list; ``node.values[index]`` and ``node.locks[index]`` are its own. Hooks are pure
-unless they say otherwise; each costs O(1) or O(path depth).
+built from its spec (:mod:`radixkv.components.spec`) and bound by the tree: ``index`` is the
+slot of ``node.values`` its rules read — its value on the tier this object is bound to (the
+tree binds one view per tier, see :mod:`radixkv.core.tiers`; on the device tier, its position
+in the component list) — and ``node.locks[index]`` its lock count (per component, on the
+device view). Hooks are pure unless they say otherwise; each costs O(1) or O(path depth).
 
 On insert each component receives its own *input* (FULL: a slot array aligned to the key;
 SWA: :class:`WindowInput`; MAMBA: ``{position: state slot}``) and decides, node by node, what

@@ -271,7 +271,7 @@ class StateSide(RequestSide):
         """At admission: the working state, the state to copy and the checkpoint hints."""
         buffer.working = int(fresh[0])
         node = found.node
-        state = None if node is None else node.values[self.index]
+        state = None if node is None else tree.value(node, self.index)
         buffer.copy_from = None if state is None else int(state[0])
         buffer.hints = self.component.checkpoint_hints(found.length, found.branch, num_tokens)
 

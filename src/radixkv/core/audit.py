@@ -110,29 +110,31 @@ def _key_ok(tree: TreeCore, stored: tuple[int, ...], current: tuple[int, ...]) -
 
 
 def _check_ledgers(tree: TreeCore) -> None:
-    for component in tree.components:
-        index = component.index
-        cached = protected = 0
-        for node in tree.nodes.values():
-            if node.values[index] is not None:
-                size = component.value_size(node)
-                cached += size
-                protected += size if node.locks[index] else 0
-        if (cached, protected) != (tree.cached[index], tree.protected[index]):
-            _fail(
-                f"{component.name} ledger says cached={tree.cached[index]} "
-                f"protected={tree.protected[index]}, nodes say {cached}/{protected}"
-            )
+    for tier, ledger in enumerate(tree.ledgers):
+        for component in tree.components:
+            index = component.index
+            cached = protected = 0
+            for node in tree.nodes.values():
+                if tree.has(node, index, tier):
+                    size = component.value_size(node)
+                    cached += size
+                    protected += size if node.locks[index] else 0
+            if (cached, protected) != (ledger.cached[index], ledger.protected[index]):
+                _fail(
+                    f"{component.name} ledger of tier {tier} says cached="
+                    f"{ledger.cached[index]} protected={ledger.protected[index]}, nodes say "
+                    f"{cached}/{protected}")
 
 
 def _check_holes(tree: TreeCore) -> None:
-    for component in tree.components:
-        index = component.index
-        holes = sum(1 for n in tree.nodes.values() if n.parent is not None
-                    and n.values[index] is None)
-        if holes != tree.holes[index]:
-            _fail(f"{component.name}: {holes} nodes lack a value, the tree counts "
-                  f"{tree.holes[index]}")
+    for tier, ledger in enumerate(tree.ledgers):
+        for component in tree.components:
+            index = component.index
+            holes = sum(1 for n in tree.nodes.values() if n.parent is not None
+                        and not tree.has(n, index, tier))
+            if holes != ledger.holes[index]:
+                _fail(f"{component.name}: {holes} nodes lack a value on tier {tier}, the "
+                      f"tree counts {ledger.holes[index]}")
 
 
 def _check_no_double_slots(tree: TreeCore) -> None:

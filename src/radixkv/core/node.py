@@ -6,15 +6,19 @@ from typing import Any
 
 import numpy as np
 
+from .tiers import TIERS
+
 
 class Node:
     """One radix-tree edge and the node it ends in.
 
     ``key`` holds this edge's packed key elements (a whole number of pages); ``start`` is the
     key position (in elements) where the edge begins, so the edge covers
-    ``[start, start + length)``. ``values[c]`` and ``locks[c]`` belong to component ``c`` (the
-    component at index ``c`` of the tree's component list); a ``None`` value means that
-    component holds nothing here (evicted, tombstoned, or never had). ``hashes`` caches the
+    ``[start, start + length)``. ``values`` holds a value per component and tier (see
+    :mod:`radixkv.core.tiers`; on the device tier ``values[c]`` is component ``c``'s, the
+    component at index ``c`` of the tree's component list); ``locks[c]`` is component
+    ``c``'s lock count, for every tier. A ``None`` value means that component holds nothing
+    there (evicted, tombstoned, or never had). ``hashes`` caches the
     chained page digests once computed. Recency fields are logical ticks, not wall time.
 
     A value, once set, is never replaced in place: a split or an eviction gives the node a
@@ -57,7 +61,7 @@ class Node:
         self.key = key
         self.start = start
         self.length = length
-        self.values: list[np.ndarray | None] = [None] * num_components
+        self.values: list[np.ndarray | None] = [None] * (num_components * TIERS)
         self.locks: list[int] = [0] * num_components
         self.last_access = 0
         self.created = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from .event_log import EventLog
 from .keys import TOKEN_BYTES, Namespace
 from .node import Node
 from .policy import EvictionQueue, make_policy
+from .tiers import DEVICE, TIER_NAMES, TIERS, value_slot
 from .types import Lock
 
 if TYPE_CHECKING:  # components import the node module of this package
@@ -36,6 +38,26 @@ def lock_mode(component: Component) -> str:
     if component.pins_whole_path and component.per_token:
         return PATH
     return NODE if component.pins_end_node else BOUNDARY
+
+
+class TierLedger:
+    """One tier's ledgers: ``cached[c]`` is the size of every value of component ``c`` on
+    the tier, ``protected[c]`` the part on nodes it has locked, ``holes[c]`` how many nodes
+    (roots aside) lack its value there."""
+
+    __slots__ = ("cached", "holes", "protected")
+
+    def __init__(self, count: int) -> None:
+        self.cached = [0] * count
+        self.protected = [0] * count
+        self.holes = [0] * count
+
+
+def _bound(component: Component, slot: int) -> Component:
+    """A copy of ``component`` whose rules read value slot ``slot`` (another tier's)."""
+    view = copy.copy(component)
+    view.index = slot
+    return view
 
 
 def _dependencies(components: Sequence[Component]) -> list[tuple[int, ...]]:
@@ -84,6 +106,11 @@ class TreeState:
         self.components = list(components)
         for index, component in enumerate(self.components):
             component.bind(index, config.page_size)
+        self._views = [self.components] + [
+            [_bound(c, value_slot(c.index, tier, len(self.components))) for c in self.components]
+            for tier in range(1, TIERS)]
+        self._slot_views = [view for views in self._views for view in views]
+        """Per slot of ``Node.values``, the component view that reads it."""
         self.depends = _dependencies(self.components)
         """Per component, the indices of the components it depends on (its spec says)."""
         self.cascade = _dependents(self.depends)
@@ -110,11 +137,26 @@ class TreeState:
         self.roots: dict[Namespace, Node] = {}
         self.nodes: dict[int, Node] = {}
         self.live_locks: dict[int, Lock] = {}
-        self.cached = [0] * count
-        self.protected = [0] * count
-        self.holes = [0] * count
-        """Per component, how many nodes (roots aside) lack its value."""
+        self.ledgers = [TierLedger(count) for _ in TIER_NAMES]
+        """Per tier, the size ledgers and hole counts of its values."""
+        device = self.ledgers[DEVICE]
+        # bench insert/match_prefix: the device ledger's lists under short names
+        self.cached, self.protected, self.holes = device.cached, device.protected, device.holes
         self.tick = 0
+
+    # ------------------------------------------------------------------ (component, tier)
+
+    def value(self, node: Node, index: int, tier: int = DEVICE) -> np.ndarray | None:
+        """Component ``index``'s value on ``node`` on ``tier`` (``None``: it holds none)."""
+        return node.values[value_slot(index, tier, len(self.components))]
+
+    def has(self, node: Node, index: int, tier: int = DEVICE) -> bool:
+        """Whether ``node`` holds a value of component ``index`` on ``tier``."""
+        return node.values[value_slot(index, tier, len(self.components))] is not None
+
+    def view(self, index: int, tier: int = DEVICE) -> Component:
+        """Component ``index`` bound to ``tier``'s value slot (its rules read that tier)."""
+        return self._views[tier][index]
 
     def root(self, namespace: Namespace) -> Node:
         """The root of ``namespace``, created on first use (a root holds no key or value).
@@ -150,15 +192,18 @@ class TreeState:
             raise StaleHandleError(f"node {node_id!r} is a namespace root: no handle names it")
         return node
 
-    def _set_value(self, node: Node, index: int, value: np.ndarray) -> None:
-        """Give ``node`` a value it lacks (filled in place: see :class:`Node`)."""
-        assert node.values[index] is None, "a value is never replaced in place"
-        node.values[index] = value
-        self.holes[index] -= 1
+    def _set_value(self, node: Node, index: int, value: np.ndarray, tier: int = DEVICE) -> None:
+        """Give ``node`` a value of component ``index`` it lacks on ``tier`` (filled in
+        place: see :class:`Node`), with its ledger."""
+        slot = value_slot(index, tier, len(self.components))
+        assert node.values[slot] is None, "a value is never replaced in place"
+        node.values[slot] = value
+        ledger = self.ledgers[tier]
+        ledger.holes[index] -= 1
         size = self.components[index].value_size(node)
-        self.cached[index] += size
+        ledger.cached[index] += size
         if node.locks[index]:
-            self.protected[index] += size
+            ledger.protected[index] += size
         if self.log.enabled and self.components[index].publishes_events:
             self.log.stored(node)
 
@@ -183,12 +228,14 @@ class TreeState:
         assert parent is not None
         upper = Node(next(self._ids), parent, node.key[:cut], node.start, upper_length,
                      len(self.components), node.namespace)
-        halves = [component.split_value(value, upper_length)
-                  for component, value in zip(self.components, node.values)]
+        halves = [view.split_value(value, upper_length)
+                  for view, value in zip(self._slot_views, node.values)]
         upper.values = [upper_value for upper_value, _ in halves]
         node.values = [lower_value for _, lower_value in halves]  # a new list (see Node)
-        for index, value in enumerate(upper.values):
-            self.holes[index] += value is None
+        for slot, value in enumerate(upper.values):
+            if value is None:
+                tier, index = divmod(slot, len(self.components))
+                self.ledgers[tier].holes[index] += 1
         upper.locks = node.locks.copy()
         upper.last_access, upper.created, upper.hits = node.last_access, node.created, node.hits
         upper.priority, upper.ttl = node.priority, node.ttl

@@ -34,7 +34,7 @@ def resident_pages(cache: CacheBase) -> Iterator[BlockStored]:
         ]
         while stack:
             node, parent_hash = stack.pop()
-            if node.values[index] is None:
+            if not tree.has(node, index):
                 continue
             hashes = [event_id(digest) for digest in page_digests(node, page_bytes)]
             if not hashes:

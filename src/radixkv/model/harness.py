@@ -126,10 +126,10 @@ def tombstones(cache: PrefixCache) -> dict[str, int]:
     found: dict[str, int] = {}
     primary = next(index for index, spec in enumerate(cache.config.specs) if spec.primary)
     nodes = [node for node in cache.tree.nodes.values()
-             if node.parent is not None and node.values[primary] is not None]
+             if node.parent is not None and cache.tree.has(node, primary)]
     for index, spec in enumerate(cache.config.specs):
         if spec.windowed:
-            found[spec.name] = sum(node.values[index] is None for node in nodes)
+            found[spec.name] = sum(not cache.tree.has(node, index) for node in nodes)
     return found
 
 
