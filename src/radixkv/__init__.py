@@ -7,6 +7,7 @@ request's life-cycle is ``admit`` → ``extend``/``commit`` → ``finish`` (or `
 from . import errors
 from .cache import (
     Allocation,
+    AllocationState,
     CacheConfig,
     CacheStats,
     ComponentStats,
@@ -38,6 +39,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AllBlocksCleared",
     "Allocation",
+    "AllocationState",
     "BlockRemoved",
     "BlockStored",
     "CacheConfig",

@@ -53,6 +53,11 @@ class LeaseError(RadixKVError, ValueError):
     """A lease is invalid: already finished or aborted, or issued by another cache."""
 
 
+class AllocationError(RadixKVError, ValueError):
+    """An :class:`~radixkv.Allocation` is invalid: already inserted or released, a copy, or
+    issued by another cache."""
+
+
 class OutOfSlotsError(RadixKVError, MemoryError):
     """Not enough free slots, even after evicting every evictable entry."""
 

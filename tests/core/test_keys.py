@@ -10,6 +10,7 @@ import pytest
 from radixkv.core.keys import (
     DEFAULT_NAMESPACE,
     TOKEN_LIMIT,
+    encode_tokens,
     pack_tokens,
     unpack_tokens,
     validate_namespace,
@@ -93,6 +94,60 @@ def test_non_token_input_is_refused_with_invalid_tokens_error(bad: object) -> No
 def test_invalid_tokens_error_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="outside"):
         validate_tokens([TOKEN_LIMIT + 3])
+
+
+class Size(tuple):  # type: ignore[type-arg]
+    """Stands in for ``torch.Size`` (a tuple subclass from the ``torch`` module) without
+    importing torch: radixkv recognises torch objects by their type's module name."""
+
+
+Size.__module__ = "torch"
+
+
+class FakeTensor:
+    """Stands in for a torch tensor: ``detach().cpu().numpy()`` gives its values, or raises
+    RuntimeError (a tensor on the meta device, say) when ``values`` is None."""
+
+    __module__ = "torch"
+
+    def __init__(self, values: np.ndarray | None) -> None:
+        self.values = values
+
+    def detach(self) -> FakeTensor:
+        return self
+
+    def cpu(self) -> FakeTensor:
+        return self
+
+    def numpy(self) -> np.ndarray:
+        if self.values is None:
+            raise RuntimeError("Cannot copy out of meta tensor")
+        return self.values
+
+
+def test_a_torch_tensor_is_read_through_numpy() -> None:
+    out = validate_tokens(FakeTensor(np.array([5, 6, 7], dtype=np.int64)))
+    assert out.dtype == np.uint32 and out.tolist() == [5, 6, 7]
+
+
+@pytest.mark.parametrize("bad", [Size([3, 4]), FakeTensor(None), FakeTensor(np.array([-1]))],
+                         ids=["torch.Size", "unconvertible-tensor", "negative-tensor"])
+def test_torch_objects_that_are_no_token_tensor_are_refused(bad: object) -> None:
+    with pytest.raises(InvalidTokensError):
+        validate_tokens(bad)
+    with pytest.raises(InvalidTokensError):
+        encode_tokens(bad)
+
+
+@pytest.mark.parametrize(
+    "raw", [b"\x01\x02", bytearray(b"\x01\x02"), memoryview(b"\x01\x02"),
+            memoryview(np.array([1, 2], dtype=np.uint32))],
+    ids=["bytes", "bytearray", "memoryview", "memoryview-u32"])
+def test_byte_buffers_are_refused_alike(raw: object) -> None:
+    with pytest.raises(InvalidTokensError, match="bytes-like"):
+        validate_tokens(raw)
+    with pytest.raises(InvalidTokensError, match="bytes-like"):
+        encode_tokens(raw)
 
 
 # ---------------------------------------------------------------------- packing
@@ -180,3 +235,33 @@ def test_malformed_namespaces_are_refused(bad: object) -> None:
         validate_namespace(bad)
     with pytest.raises(ValueError):
         validate_namespace(bad)
+
+
+class UnhashableStr(str):
+    __hash__ = None  # type: ignore[assignment]
+
+
+class UnhashableInt(int):
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Pair(tuple):  # type: ignore[type-arg]
+    pass
+
+
+def test_str_and_int_subclasses_are_normalised_to_plain_str_and_int() -> None:
+    space = validate_namespace((UnhashableInt(3), UnhashableStr("salt")))
+    assert space == (3, "salt")
+    assert type(space) is tuple and type(space[0]) is int and type(space[1]) is str
+    hash(space)
+
+
+def test_a_tuple_subclass_namespace_becomes_a_plain_tuple() -> None:
+    space = validate_namespace(Pair(("lora", None)))
+    assert type(space) is tuple and space == ("lora", None)
+
+
+def test_unhashable_parts_that_are_no_str_or_int_are_refused() -> None:
+    for bad in (([1], None), (None, {"a": 1}), (None, {1})):
+        with pytest.raises(InvalidNamespaceError):
+            validate_namespace(bad)

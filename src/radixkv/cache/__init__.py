@@ -1,13 +1,14 @@
 """The controller: PrefixCache, its configuration, leases and results."""
 
+from .allocation import Allocation, AllocationState
 from .config import CacheConfig
-from .direct import Allocation
 from .lease import Lease, LeaseState
 from .prefix_cache import PrefixCache
 from .results import CacheStats, ComponentStats, MatchResult
 
 __all__ = [
     "Allocation",
+    "AllocationState",
     "CacheConfig",
     "CacheStats",
     "ComponentStats",

@@ -6,19 +6,32 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import numpy as np
-
 from ..core.events import KVEvent
 from ..core.keys import DEFAULT_NAMESPACE, Namespace, encode_tokens, key_of, validate_namespace
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
 from . import inspection
+from .allocation import Allocation, AllocationState
+from .arguments import as_int, as_optional_int
 from .config import CacheConfig
 from .detached import DetachedSlots
 from .lease import Lease, LeaseState
 from .pools import ComponentPools
 from .results import PRIMARY, CacheStats, MatchResult
+
+
+class _Owner:
+    """The token leases and allocations carry to name their cache; copying a handle (even
+    deeply) keeps it, so a copy is refused as a copy, not as another cache's."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> _Owner:
+        return self
+
+    def __deepcopy__(self, memo: object) -> _Owner:
+        return self
 
 
 class CacheBase:
@@ -38,9 +51,11 @@ class CacheBase:
         states = [side.index for side in self.sides if not side.per_token]
         self._state = states[0] if states else None
         """Index of the state component whose state a match returns (MAMBA), if any."""
-        self._owner = object()
+        self._owner = _Owner()
         self._lease_ids = itertools.count(1)
         self._leases: dict[int, Lease] = {}
+        self._allocation_ids = itertools.count(1)  # 0 is "no allocation"
+        self._allocations: dict[int, Allocation] = {}
         self.counters = dict.fromkeys(inspection.COUNTERS, 0)
         self.detached = [DetachedSlots(pool.num_pages, pool.page_size) for pool in self.pools.pools]
 
@@ -48,14 +63,12 @@ class CacheBase:
 
     def _request(
         self, tokens: Any, namespace: Any, priority: int, ttl: int | None
-    ) -> tuple[bytes, Namespace]:
-        """Validate what a request brings: packed tokens and its namespace; pure."""
+    ) -> tuple[bytes, Namespace, int, int | None]:
+        """Validate what a request brings: packed tokens, its namespace, its priority and
+        ttl as Python ints; pure."""
         packed = encode_tokens(tokens)
         space = validate_namespace(namespace)
-        _check_int("priority", priority)
-        if ttl is not None:
-            _check_int("ttl", ttl, minimum=0)
-        return packed, space
+        return packed, space, as_int("priority", priority), as_optional_int("ttl", ttl, 0)
 
     def _key(self, packed: bytes, length: int | None = None) -> bytes:
         """Tree key of the first ``length`` packed tokens (all by default), whole pages."""
@@ -132,17 +145,19 @@ class CacheBase:
         ``evict(full=64, mamba=2)``; a positional budget is the primary (FULL) component's.
         Evicting a value evicts what depends on it on the same node (FULL → SWA → MAMBA).
         Returns what was evicted per component name. Raises :class:`InvalidArgumentError`
-        (nothing changed) for a name this cache lacks or a budget that is not an int >= 0."""
+        (nothing changed) for a budget that is not an int >= 0, or a non-zero one for a
+        component this cache lacks."""
         if primary:
             if len(primary) > 1 or self.names[PRIMARY] in budgets:
                 raise InvalidArgumentError(f"one budget for {self.names[PRIMARY]!r}, got "
                                            f"{(*primary, *budgets.values())}")
             budgets[self.names[PRIMARY]] = primary[0]
-        for name, value in budgets.items():
-            if name not in self.names:
+        budgets = {name: as_int(name, value, 0) for name, value in budgets.items()}
+        for name, budget in budgets.items():
+            if budget and name not in self.names:
                 raise InvalidArgumentError(
-                    f"this cache has no component {name!r}; it has {', '.join(self.names)}")
-            _check_int(name, value, minimum=0)
+                    f"{name}={budget}: this cache has no {name} component (it has "
+                    f"{', '.join(self.names)})")
         result = self.tree.evict([budgets.get(name, 0) for name in self.names])
         self.pools.free_all(result.freed)
         return dict(zip(self.names, result.evicted))
@@ -158,7 +173,8 @@ class CacheBase:
         return self.tree.take_events()
 
     def reset(self) -> None:
-        """Drop everything cached; active leases become invalid, every slot is free again.
+        """Drop everything cached; active leases and held allocations become invalid, every
+        slot is free again.
         Node handles are never reused afterwards."""
         self.tree.reset()
         self.pools.reset()
@@ -168,6 +184,9 @@ class CacheBase:
             lease.state = LeaseState.INVALIDATED
             lease.lock = None
         self._leases.clear()
+        for allocation in self._allocations.values():
+            allocation.status = AllocationState.INVALIDATED
+        self._allocations.clear()
 
     def check_invariants(self) -> None:
         """Audit tree, pools and leases from scratch; raise :class:`InvariantError` on any
@@ -186,11 +205,3 @@ class CacheBase:
         """Validate and normalize a namespace (``None`` is the default one)."""
         return validate_namespace(namespace)
 
-
-def _check_int(
-    name: str, value: object, *, minimum: int | None = None, maximum: int | None = None
-) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise InvalidArgumentError(f"{name}={value} is outside [{minimum}, {maximum}]")

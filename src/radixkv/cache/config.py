@@ -22,6 +22,10 @@ from ..errors import ConfigError
 SHORTHANDS = ("full", "swa", "mamba")
 """Component names accepted as strings; their parameters come from the keyword fields."""
 
+MAX_PAGE_SIZE = 1 << 16
+"""Largest ``page_size``: far beyond any engine's, small enough that the per-page tables
+built from it fit in memory."""
+
 
 def _shorthand_fields(config: CacheConfig) -> dict[str, tuple[str, ...]]:
     """Per shorthand, the keyword fields that parameterize it and were given."""
@@ -38,7 +42,8 @@ class CacheConfig:
     """Configuration of a :class:`~radixkv.PrefixCache`.
 
     ``capacity``: FULL KV slots (tokens), a multiple of ``page_size``. ``page_size``: tokens
-    per page, the unit of matching, allocation and hashing. ``policy``: eviction policy name
+    per page (1 to :data:`MAX_PAGE_SIZE`), the unit of matching, allocation and hashing.
+    ``policy``: eviction policy name
     (see :mod:`radixkv.core.policy`), applied to every component. ``components``: the
     attention types, each a registered spec (:class:`FullAttention`, :class:`SlidingWindow`,
     :class:`ChunkedLocal`, :class:`Mamba`, or a user's, see
@@ -68,6 +73,8 @@ class CacheConfig:
 
     def __post_init__(self) -> None:
         tree = self.tree_config()  # validates page_size, policy and ttl
+        if tree.page_size > MAX_PAGE_SIZE:
+            raise ConfigError(f"page_size must be <= {MAX_PAGE_SIZE}, got {tree.page_size}")
         self._check_capacity("capacity", self.capacity, tree.page_size)
         specs = self._resolve()
         shape = self.shape()

@@ -11,7 +11,8 @@ from ..memory.slot_arrays import page_table
 
 
 class DetachedSlots:
-    """Which pages of one pool a caller holds through ``allocate``; O(slots) per call.
+    """Which pages of one pool a caller holds through ``allocate``, and in which allocation
+    (its id; 0: none); O(slots) per call.
 
     Work is done on page ids: :meth:`check` validates slots once and returns their pages,
     which :meth:`unmark` and the pool's ``free_pages`` then take as they are.
@@ -19,7 +20,7 @@ class DetachedSlots:
 
     def __init__(self, num_pages: int, page_size: int) -> None:
         self.page_size = page_size
-        self._held = np.zeros(num_pages, dtype=bool)
+        self._holder = np.zeros(num_pages, dtype=np.int64)
         self._stamp = np.zeros(num_pages, dtype=np.int64)  # duplicate detection in O(n)
         self._order = np.arange(num_pages, dtype=np.int64)  # sliced, never rebuilt
         self._offsets = np.arange(page_size, dtype=np.int64)
@@ -30,22 +31,27 @@ class DetachedSlots:
         page = self.page_size
         return slots if page == 1 else slots[::page] // page
 
-    def mark(self, pages: np.ndarray) -> None:
-        """The caller now holds ``pages`` (page ids)."""
-        self._held[pages] = True
+    def mark(self, pages: np.ndarray, holder: int) -> None:
+        """Allocation ``holder`` (an id > 0) now holds ``pages`` (page ids)."""
+        self._holder[pages] = holder
 
-    def check(self, slots: np.ndarray) -> np.ndarray:
+    def check(self, slots: np.ndarray, holder: int) -> np.ndarray:
         """Return the page ids of ``slots``; raise :class:`InvalidSlotsError` unless every
-        slot is a whole page the caller holds, none twice. Pure (scratch aside). ``slots``
-        come from ``as_slot_array`` (``int64``, never negative)."""
-        pages = self._accepted(slots)
+        slot is a whole page allocation ``holder`` holds, none twice. Pure (scratch aside).
+        ``slots`` come from ``as_slot_array`` (``int64``, never negative)."""
+        pages = self._accepted(slots, holder)
         if pages is None:
-            self._explain(slots)
+            self.explain(slots, holder)
         return pages
 
-    def _accepted(self, slots: np.ndarray) -> np.ndarray | None:
+    def holder_of(self, slots: np.ndarray) -> int:
+        """The allocation holding the page of ``slots[0]`` (0: none, or no such page)."""
+        first = int(slots[0]) // self.page_size if len(slots) else -1
+        return int(self._holder[first]) if 0 <= first < len(self._holder) else 0
+
+    def _accepted(self, slots: np.ndarray, holder: int) -> np.ndarray | None:
         """The page ids of ``slots`` if they pass every check, else ``None``; a handful of
-        whole-array numpy calls (the precise error is :meth:`_explain`'s job)."""
+        whole-array numpy calls (the precise error is :meth:`explain`'s job)."""
         page, count = self.page_size, len(slots)
         if count % page:
             return None
@@ -59,10 +65,10 @@ class DetachedSlots:
             if self._rows is not None and (
                     self._rows.take(pages, axis=0).tobytes() != slots.tobytes()):
                 return None
-            held = self._held.take(pages)
+            held = self._holder.take(pages)
         except IndexError:
             return None
-        if np.count_nonzero(held) != k:
+        if np.count_nonzero(held == holder) != k:
             return None
         order = self._order[:k]
         self._stamp[pages] = order  # a page given twice keeps only its last position
@@ -70,29 +76,37 @@ class DetachedSlots:
             return None
         return pages
 
-    def _explain(self, slots: np.ndarray) -> NoReturn:
+    def explain(self, slots: np.ndarray, holder: int) -> NoReturn:
         """Raise the :class:`InvalidSlotsError` that says why ``slots`` were rejected."""
         page = self.page_size
         if len(slots) % page:
             raise InvalidSlotsError(f"{len(slots)} slots are not whole pages of {page}")
-        if slots.min() < 0 or slots.max() >= len(self._held) * page:
+        if slots.min() < 0 or slots.max() >= len(self._holder) * page:
             raise InvalidSlotsError("slot id outside the pool")
         shaped = slots.reshape(-1, page)
         if not (shaped == shaped[:, :1] + self._offsets).all() or (shaped[:, 0] % page).any():
             raise InvalidSlotsError("slots are not whole aligned pages")
-        pages = shaped[:, 0] // page
-        if not self._held[pages].all():
+        holders = self._holder[shaped[:, 0] // page]
+        if not holders.all():
             raise InvalidSlotsError("slots were not allocated to the caller")
+        if (holders != holder).any():
+            raise InvalidSlotsError("slots are held by another allocation")
         raise InvalidSlotsError("the same slot is given twice")
 
     def unmark(self, pages: np.ndarray) -> None:
-        """The caller no longer holds ``pages`` (page ids)."""
-        self._held[pages] = False
+        """No allocation holds ``pages`` (page ids) any more."""
+        self._holder[pages] = 0
 
     def held(self) -> np.ndarray:
         """Every slot the caller holds."""
-        pages = np.flatnonzero(self._held)
+        pages = np.flatnonzero(self._holder)
         return (pages[:, None] * self.page_size + self._offsets).ravel()
 
+    def holders(self) -> np.ndarray:
+        """Per page, the allocation holding it (0: none); read-only, for the audit."""
+        view: np.ndarray = self._holder.view()
+        view.flags.writeable = False
+        return view
+
     def reset(self) -> None:
-        self._held[:] = False
+        self._holder[:] = 0

@@ -7,42 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, InvalidSlotsError
+from ..errors import AllocationError, ConfigError, InvalidSlotsError
 from ..memory import as_slot_array
-from .base import CacheBase, _check_int
+from .allocation import Allocation, AllocationState
+from .arguments import as_bool, as_int
+from .base import CacheBase
 from .results import PRIMARY
 
-
-class Allocation:
-    """Slots a caller holds outside any lease, per component in the cache's order
-    (``parts``): the slots of every per-token component for the same tokens (whole pages),
-    and for a state component its state slot (an empty array unless asked for).
-    ``full``, ``swa`` and ``state`` are shorthands (``swa`` is ``None`` without SWA)."""
-
-    __slots__ = ("_state", "names", "parts")
-
-    def __init__(self, parts: tuple[np.ndarray, ...], names: tuple[str, ...],
-                 state_index: int | None = None) -> None:
-        self.parts, self.names, self._state = parts, names, state_index
-
-    def of(self, name: str) -> np.ndarray:
-        """The slots of component ``name``."""
-        return self.parts[self.names.index(name)]
-
-    @property
-    def full(self) -> np.ndarray:
-        return self.parts[PRIMARY]
-
-    @property
-    def swa(self) -> np.ndarray | None:
-        return self.of("swa") if "swa" in self.names else None
-
-    @property
-    def state(self) -> int | None:
-        """The state slot, if one was allocated."""
-        if self._state is None or not len(self.parts[self._state]):
-            return None
-        return int(self.parts[self._state][0])
+__all__ = ["Allocation", "Direct"]
 
 
 class Direct(CacheBase):
@@ -55,8 +27,14 @@ class Direct(CacheBase):
         component) and, with ``state``, a state slot (MAMBA). Evicts as needed, or with
         ``evict=False`` returns ``None`` when the pools are short. Raises
         :class:`OutOfSlotsError` (nothing changed) when even eviction cannot make room. The
-        caller holds the slots until it passes them to :meth:`insert` or :meth:`release`."""
-        _check_int("num_tokens", num_tokens, minimum=0)
+        caller holds the slots until it passes them to :meth:`insert` or :meth:`release`.
+        ``state`` and ``evict`` are bools (numpy bools too): anything else raises
+        :class:`InvalidArgumentError`."""
+        num_tokens = as_int("num_tokens", num_tokens, 0)
+        if state is not False and state is not True:  # bench insert: one test per flag
+            state = as_bool("state", state)
+        if evict is not True and evict is not False:
+            evict = as_bool("evict", evict)
         if state and self._state is None:
             raise ConfigError("state=True needs a state component (e.g. 'mamba')")
         needs = self._needs(self.pages_for(num_tokens), states=int(state))
@@ -64,15 +42,22 @@ class Direct(CacheBase):
             return None
         self.pools.ensure_room(needs)
         pages = self.pools.allocate_pages(needs)
+        allocation_id = next(self._allocation_ids)
         for detached, part in zip(self.detached, pages):
-            detached.mark(part)
+            detached.mark(part, allocation_id)
         slots = tuple(pool.slots_of(part) for pool, part in zip(self.pools.pools, pages))
-        return Allocation(slots, self.names, self._state)
+        allocation = Allocation(self._owner, allocation_id, slots, self.names, self._state)
+        self._allocations[allocation_id] = allocation
+        return allocation
 
     def release(self, slots: Allocation | Any) -> None:
-        """Give back caller-held slots unused (an :class:`Allocation`, or FULL slots)."""
-        pages = self._check_held(self._parts(self._as_allocation(slots)))
-        self._unmark(pages)
+        """Give back caller-held slots unused: an :class:`Allocation`, or for FULL-only
+        caches its FULL slots as an array (which stands for that whole allocation). Raises
+        :class:`AllocationError` (nothing changed) for an allocation already inserted,
+        released or invalidated, a copy of one, or another cache's."""
+        allocation = self._held_allocation(slots)
+        pages = self._check_held(self._parts(allocation), allocation.id)
+        self._spend(allocation, pages, AllocationState.RELEASED)
         self.pools.free_pages(pages)
 
     def insert(
@@ -83,15 +68,17 @@ class Direct(CacheBase):
         caches a FULL slot array (numpy or torch) of one whole page per page of tokens. The
         tree keeps what it lacks; duplicates, the partial tail page and an unused state go
         back to the pools, so the caller holds none of the slots afterwards. With a state
-        component the allocation's state is the checkpoint at the last whole page (no
-        state: nothing is cached). Returns the tokens the tree now holds for this key.
-        Raises :class:`InvalidSlotsError` / :class:`InvalidSlotsTypeError` (nothing changed)
-        for slots of the wrong type, dtype or length, or not held by the caller."""
-        packed, space = self._request(tokens, namespace, priority, ttl)
+        component (MAMBA) the allocation's state is the checkpoint at the last whole page (no
+        state: nothing is cached). Returns the tokens the tree now holds for this key. Raises
+        :class:`AllocationError` as :meth:`release` does, :class:`InvalidSlotsError` /
+        :class:`InvalidSlotsTypeError` (nothing changed) for slots of the wrong type, dtype
+        or length, or not held by the caller."""
+        packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // 4
-        parts = self._parts(self._as_allocation(slots))
+        allocation = self._held_allocation(slots)
+        parts = self._parts(allocation)
         self._check_lengths(parts, num_tokens)
-        pages = self._check_held(parts)
+        pages = self._check_held(parts, allocation.id)
         key = self._key(packed)
         length = len(key) // self.tree.unit
         sides = self.sides
@@ -100,25 +87,53 @@ class Direct(CacheBase):
         cached = result.length
         leftovers = [side.direct_leftover(freed, part, length, cached)
                      for side, freed, part in zip(sides, result.freed, parts)]
-        self._unmark(pages)
+        self._spend(allocation, pages, AllocationState.INSERTED)
         self.pools.free_all(leftovers)
         self.counters["inserted_tokens"] += result.new_length
         return cached
 
-    def _as_allocation(self, slots: Allocation | Any) -> Allocation:
-        if isinstance(slots, Allocation):
+    def _held_allocation(self, slots: Allocation | Any) -> Allocation:
+        """The held allocation ``slots`` stands for: the very object this cache issued, or
+        (FULL-only caches) an array of exactly its FULL slots."""
+        if type(slots) is Allocation:
+            # bench insert: one dict get proves owner, liveness and identity at once
+            if self._allocations.get(slots.id) is not slots:
+                self._refuse_allocation(slots)
             return slots
         if len(self.tree.components) > 1:
             raise ConfigError("a hybrid cache takes an Allocation (slots of every component)")
-        return Allocation((as_slot_array(slots),), self.names)
+        return self._allocation_of(as_slot_array(slots))
+
+    def _refuse_allocation(self, allocation: Allocation) -> None:
+        """Raise the :class:`AllocationError` that says why ``allocation`` is not held."""
+        if allocation.owner is not self._owner:
+            raise AllocationError(f"allocation {allocation.id} was issued by another cache")
+        if allocation.status is not AllocationState.HELD:
+            raise AllocationError(
+                f"allocation {allocation.id} was already {allocation.status.value}")
+        raise AllocationError(f"allocation {allocation.id} is not the allocation this cache "
+                              "issued (a copy?)")
+
+    def _allocation_of(self, full: np.ndarray) -> Allocation:
+        """The held allocation whose primary (FULL) slots are exactly ``full``. A bare array cannot
+        prove which allocation it came from: one whose slots were released and allocated
+        again reads as the new holder's, so pass the :class:`Allocation` where that matters."""
+        detached = self.detached[PRIMARY]
+        holder = detached.holder_of(full)
+        allocation = self._allocations.get(holder)
+        if allocation is not None and allocation.full.tobytes() == full.tobytes():
+            return allocation
+        if not len(full):
+            raise InvalidSlotsError("an empty slot array stands for no allocation")
+        if not holder:
+            detached.explain(full, holder)
+        detached.check(full, holder)  # raises if the pages are not all this holder's
+        raise InvalidSlotsError("slots are not the whole of one allocation; pass the "
+                                "Allocation, or all of its primary slots")
 
     def _parts(self, allocation: Allocation) -> list[np.ndarray]:
-        """Per component, the slots of ``allocation`` (validated types)."""
-        if allocation.names != self.names:
-            raise InvalidSlotsError(f"an allocation for components {allocation.names} "
-                                    f"given to a cache of {self.names}")
-        return [as_slot_array(part, what=f"{name} slots")
-                for part, name in zip(allocation.parts, self.names)]
+        """Per component, the slots of ``allocation`` (an issued one: validated already)."""
+        return list(allocation.parts)
 
     def _check_lengths(self, parts: list[np.ndarray], num_tokens: int) -> None:
         expected = self.pages_for(num_tokens)
@@ -127,13 +142,16 @@ class Direct(CacheBase):
                 raise InvalidSlotsError(
                     f"{len(part)} slots for {num_tokens} tokens; expected {expected} "
                     f"(whole pages)")
-            if not side.per_token and len(part) > 1:
-                raise InvalidSlotsError(f"{len(part)} state slots; at most one is taken")
 
-    def _check_held(self, parts: list[np.ndarray]) -> list[np.ndarray]:
-        """Per component, the page ids of ``parts``; raises unless the caller holds them."""
-        return [detached.check(part) for detached, part in zip(self.detached, parts)]
+    def _check_held(self, parts: list[np.ndarray], holder: int) -> list[np.ndarray]:
+        """Per component, the page ids of ``parts``; raises unless allocation ``holder``
+        holds them."""
+        return [detached.check(part, holder) for detached, part in zip(self.detached, parts)]
 
-    def _unmark(self, pages: list[np.ndarray]) -> None:
+    def _spend(self, allocation: Allocation, pages: list[np.ndarray],
+               status: AllocationState) -> None:
+        """The caller no longer holds ``allocation`` (its ``pages``, per component)."""
         for detached, held in zip(self.detached, pages):
             detached.unmark(held)
+        allocation.status = status
+        del self._allocations[allocation.id]

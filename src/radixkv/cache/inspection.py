@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core.audit import check_tree, snapshot_tree
 from ..errors import InvariantError
+from .allocation import AllocationState
 from .lease import Lease
 from .results import CacheStats, ComponentStats
 
@@ -62,6 +63,25 @@ def check(cache: PrefixCache) -> None:
             parts.append(own)
     for pool, parts in zip(cache.pools.pools, held):
         pool.check(np.concatenate(parts))
+    _check_allocations(cache)
+
+
+def _check_allocations(cache: PrefixCache) -> None:
+    """The pages callers hold are exactly those of the held allocations, each by its own."""
+    expected = [np.zeros_like(detached.holders()) for detached in cache.detached]
+    for allocation in cache._allocations.values():
+        if allocation.status is not AllocationState.HELD or allocation.owner is not cache._owner:
+            raise InvariantError(f"allocation {allocation.id} is registered but not held")
+        for holders, detached, part in zip(expected, cache.detached, allocation.parts):
+            pages = detached.pages(part)
+            if holders[pages].any():
+                raise InvariantError(f"allocation {allocation.id} shares a page")
+            holders[pages] = allocation.id
+    for index, (holders, detached) in enumerate(zip(expected, cache.detached)):
+        if not np.array_equal(holders, detached.holders()):
+            raise InvariantError(
+                f"component {index}: the pages held by callers disagree with the held "
+                "allocations")
 
 
 def _check_lease(cache: PrefixCache, lease: Lease) -> None:

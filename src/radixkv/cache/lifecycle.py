@@ -10,7 +10,8 @@ from ..core.keys import encode_tokens
 from ..core.node import Node
 from ..core.types import TreeInsert
 from ..errors import InvalidArgumentError, LeaseError
-from .base import CacheBase, _check_int
+from .arguments import as_int, as_optional_int
+from .base import CacheBase
 from .lease import Lease, LeaseState
 
 
@@ -29,11 +30,11 @@ class Lifecycle(CacheBase):
         Evicts as needed.
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room."""
-        packed, space = self._request(tokens, namespace, priority, ttl)
+        packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // 4
-        if max_match is not None:
-            _check_int("max_match", max_match, minimum=0)
-            max_match += 1 if self.config.bigram else 0  # a bigram spans the next token
+        max_match = as_optional_int("max_match", max_match, 0)
+        if max_match is not None and self.config.bigram:
+            max_match += 1  # a bigram spans the next token
         found = self.tree.match(self._key(packed, max_match), space, touch=False)
         fresh_tokens = self.pages_for(num_tokens - found.length)
         needs = self._needs(fresh_tokens, states=1)
@@ -87,8 +88,8 @@ class Lifecycle(CacheBase):
         windowed = [side for side in self.sides if side.windowed]
         if not windowed:
             raise LeaseError("this cache has no windowed component")
-        computed = lease.num_tokens if computed is None else computed
-        _check_int("computed", computed, minimum=0, maximum=lease.num_tokens)
+        computed = as_int("computed", lease.num_tokens if computed is None else computed, 0,
+                          lease.num_tokens)
         cacheable = len(self._key(lease.key_tokens(), computed)) // self.tree.unit
         released = 0
         for side in windowed:
@@ -106,8 +107,7 @@ class Lifecycle(CacheBase):
         self._check_active(lease)
         if self._state is None:
             raise LeaseError("this cache has no state component")
-        _check_int("position", position, minimum=lease.tree_owned + 1,
-                   maximum=lease.num_tokens)
+        position = as_int("position", position, lease.tree_owned + 1, lease.num_tokens)
         buffer = lease.buffers[self._state]
         if position % self.page_size or position in buffer.checkpoints:
             raise InvalidArgumentError(
@@ -124,8 +124,8 @@ class Lifecycle(CacheBase):
         component that is the last checkpoint. Duplicate slots are freed and the lease's
         slots are rewritten to the tree's. Returns how many tokens the tree holds for it."""
         self._check_active(lease)
-        length = lease.num_tokens if length is None else length
-        _check_int("length", length, minimum=0, maximum=lease.num_tokens)
+        length = as_int("length", lease.num_tokens if length is None else length, 0,
+                        lease.num_tokens)
         result = self._insert(lease, length)
         if result is not None and result.length > lease.tree_owned:
             self._move_lock(lease, result.node, result.length)
@@ -193,9 +193,18 @@ class Lifecycle(CacheBase):
             lease.lock = None
 
     def _check_active(self, lease: Lease) -> None:
+        """Raise :class:`LeaseError` unless ``lease`` is the very object this cache issued
+        and it is active (a copy shares the original's lock and buffers)."""
+        # bench release: one dict get proves owner, liveness and identity at once
+        if type(lease) is not Lease or self._leases.get(lease.id) is not lease:
+            self._refuse_lease(lease)
+
+    def _refuse_lease(self, lease: object) -> None:
         if not isinstance(lease, Lease):
             raise LeaseError(f"expected a Lease, got {type(lease).__name__}")
         if lease.owner is not self._owner:
             raise LeaseError(f"lease {lease.id} was issued by another cache")
         if lease.state is not LeaseState.ACTIVE:
             raise LeaseError(f"lease {lease.id} is {lease.state.value}, not active")
+        raise LeaseError(f"lease {lease.id} is not the lease this cache issued (a copy?)")
+

@@ -16,4 +16,14 @@ class PrefixCache(Lifecycle, Direct):
     or :meth:`release`. Plus :meth:`match`, :meth:`lock`/:meth:`unlock`, :meth:`evict`,
     :meth:`stats`, :meth:`take_events`, :meth:`reset`, :meth:`check_invariants`.
     Every method validates before it mutates: when it raises, the cache is as it was.
+
+    Threads: a PrefixCache is single-threaded. One thread (the scheduler's) makes every
+    call, or the caller serialises them; nothing inside takes a lock. The one exception is
+    :meth:`stats`: on a GIL build of CPython another thread (a metrics exporter) may call
+    it at any time; it never raises for a concurrent mutation and never changes anything,
+    but its fields are read one after another, not as one atomic snapshot (``available``
+    and ``cached`` may come from either side of an admit). :meth:`snapshot`,
+    :meth:`check_invariants`, :meth:`leases` and :meth:`take_events` walk or drain shared
+    structures and are owner-thread only (a concurrent :meth:`snapshot` can raise
+    ``RuntimeError``).
     """

@@ -32,17 +32,24 @@ _NATIVE_U32 = sys.byteorder == "little" and array("I").itemsize == 4
 def validate_tokens(tokens: Any) -> np.ndarray:
     """Return ``tokens`` as a 1-D ``uint32`` array; pure, cost O(n) in C.
 
-    Accepts a sequence of Python ints, a 1-D numpy integer array or a torch tensor.
-    Raises :class:`InvalidTokensError` for non-integers, bools (a bool array, or a sequence
-    of only bools; bools among ints count as ints, as numpy reads them), values < 0 or
-    >= 2**32, or a shape other than 1-D.
+    Accepts a sequence of Python ints, a 1-D numpy integer array or a torch tensor (torch
+    is never imported: its objects are recognised by their type's module name). Raises
+    :class:`InvalidTokensError` for non-integers, bools (a bool array, or a sequence of only
+    bools; bools among ints count as ints, as numpy reads them), values < 0 or >= 2**32, a
+    shape other than 1-D, a torch object that is no tensor (``torch.Size``) or does not
+    convert to numpy, and bytes-like buffers (``bytes``, ``bytearray``, ``memoryview``: their
+    items are bytes, not tokens; wrap them with ``np.frombuffer`` and the intended dtype).
     """
-    if type(tokens).__module__.startswith("torch"):
-        tokens = tokens.detach().cpu().numpy()
+    module = type(tokens).__module__
+    if module == "torch" or module.startswith("torch."):
+        tokens = _torch_to_numpy(tokens)
     if isinstance(tokens, np.ndarray):
         arr = tokens
     else:
-        if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__len__"):
+        if isinstance(tokens, (bytes, bytearray, memoryview)):
+            raise InvalidTokensError(
+                f"tokens must be a sequence of ints, got a bytes-like {type(tokens).__name__}")
+        if isinstance(tokens, str) or not hasattr(tokens, "__len__"):
             raise InvalidTokensError(
                 f"tokens must be a sequence of ints, got {type(tokens).__name__}"
             )
@@ -53,6 +60,19 @@ def validate_tokens(tokens: Any) -> np.ndarray:
         except (OverflowError, ValueError) as exc:
             raise InvalidTokensError(f"tokens are not a flat sequence of ints: {exc}") from None
     return _checked(arr)
+
+
+def _torch_to_numpy(tokens: Any) -> np.ndarray:
+    if not isinstance(tokens, tuple):  # torch.Size is a tuple of dimensions, not tokens
+        try:
+            arr = tokens.detach().cpu().numpy()
+        except (AttributeError, TypeError, RuntimeError, ValueError) as exc:
+            raise InvalidTokensError(
+                f"tokens: a {type(tokens).__name__} from torch that does not convert to "
+                f"numpy ({exc})") from None
+        if isinstance(arr, np.ndarray):
+            return arr
+    raise InvalidTokensError(f"tokens: a torch {type(tokens).__name__} is no tensor")
 
 
 def _checked(arr: np.ndarray) -> np.ndarray:
@@ -123,17 +143,31 @@ def validate_namespace(namespace: object) -> Namespace:
     """Normalize a namespace: ``None`` is the default namespace ``(None, None)``.
 
     Raises :class:`InvalidNamespaceError` unless it is ``None`` or a 2-tuple whose parts are
-    ``None``, ``str`` or ``int`` (not bool).
+    ``None``, ``str`` or ``int`` (not bool). Subclasses are normalised: a tuple subclass to a
+    plain tuple, a ``str`` or ``int`` subclass (an ``IntEnum``, say) to the plain ``str`` or
+    ``int`` of the same value, so every namespace hashes and compares as plain data.
     """
     if namespace is None:
         return DEFAULT_NAMESPACE
+    if type(namespace) is tuple and len(namespace) == 2:
+        extra, salt = namespace
+        # bench admit: plain parts take three type tests
+        if (extra is None or type(extra) is str or type(extra) is int) and (
+                salt is None or type(salt) is str or type(salt) is int):
+            return namespace
     if not isinstance(namespace, tuple) or len(namespace) != 2:
         raise InvalidNamespaceError(
             f"namespace must be None or an (extra_key, cache_salt) pair, got {namespace!r}"
         )
-    for part in namespace:
-        if part is not None and (isinstance(part, bool) or not isinstance(part, (str, int))):
-            raise InvalidNamespaceError(
-                f"namespace parts must be None, str or int, got {type(part).__name__}"
-            )
-    return namespace
+    return (_plain_part(namespace[0]), _plain_part(namespace[1]))
+
+
+def _plain_part(part: object) -> object:
+    if part is None:
+        return None
+    if isinstance(part, str):
+        return str.__str__(part)  # the plain str of a subclass
+    if isinstance(part, int) and not isinstance(part, bool):
+        return int.__int__(part)
+    raise InvalidNamespaceError(
+        f"namespace parts must be None, str or int, got {type(part).__name__}")
