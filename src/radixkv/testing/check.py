@@ -60,12 +60,13 @@ def check_component(
     Deterministic for a given ``seed`` (no example database); ``max_examples`` and
     ``steps`` bound each run, ``shrink_seconds`` the search for the minimal example after
     a failure (hypothesis's own limit is 300 s; this one is set through a hypothesis
-    internal, left alone where a hypothesis version lacks it). Cost: a few seconds per
-    machine at the defaults. Mutates nothing outside the caches it builds. Raises :class:`ComponentCheckError` (an
-    :class:`AssertionError`) on the first failure, with hypothesis's minimal example;
-    :class:`~radixkv.errors.ConfigError` before running anything when a combination can
-    form no cache at a page size (e.g. a spec not registered, or a chunk the page size
-    does not divide) or holds more than one state component.
+    internal for the duration of the call, and left alone where a hypothesis version lacks
+    it). Cost: seconds per machine at the defaults. Changes nothing else outside the caches
+    it builds. Raises :class:`ComponentCheckError` (an :class:`AssertionError`) on the
+    first failure, with hypothesis's minimal example; :class:`~radixkv.errors.ConfigError`
+    before running anything when a combination can form no cache at a page size (e.g. a
+    spec not registered, or a chunk the page size does not divide) or holds more than one
+    state component.
     """
     plans = _plans(spec, page_sizes, with_components)
     options = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
