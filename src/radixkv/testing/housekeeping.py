@@ -109,11 +109,12 @@ class Housekeeping(LeaseRules):
         if found.node is None:
             return
         prefix = prefix_of(self.c.tree.node(found.node))
-        primary = self.ref().walk(space, prefix).columns[0]
+        column = self.ref().walk(space, prefix).columns[0]
         receipt = self.c.lock(found.node)
         self.changed()
-        assert None not in primary
-        self.receipts.append((receipt, self.guard_for(space, prefix, primary)))  # type: ignore[arg-type]
+        assert None not in column
+        primary = [slot for slot in column if slot is not None]
+        self.receipts.append((receipt, self.guard_for(space, prefix, primary)))
 
     @precondition(lambda self: bool(self.receipts))
     @rule(data=st.data())

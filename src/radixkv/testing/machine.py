@@ -1,7 +1,7 @@
 """The conformance kit's state machine: one cache of a given set of component specs, driven
 through the request life-cycle (admit / extend / commit / checkpoint / slide_window / finish
-/ abort) and compared with the reference model after every step. The caller-held path,
-eviction, locks and the audit live in :mod:`.rules` and :mod:`.audit`."""
+/ abort) and compared with the reference model after every step. The other rules live in
+:mod:`.lifecycle` and :mod:`.housekeeping`, the audit after every step in :mod:`.audit`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from ..cache import CacheConfig, Lease, PrefixCache
+from ..cache import Allocation, CacheConfig, Lease, PrefixCache
 from ..components import ComponentSpec
+from ..core.policy import POLICIES
 from ..errors import OutOfSlotsError
 from .reference import Prefix, Reference, Rule, rules_of
 
@@ -23,7 +24,6 @@ VOCAB = 3
 MAX_PROMPT = 24
 MAX_LEASES = 4
 NAMESPACES: tuple[Any, ...] = (None, (1, "tenant"))
-POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru")
 
 T = TypeVar("T")
 
@@ -55,7 +55,7 @@ class Guard:
 
 
 class Machine(RuleBasedStateMachine):
-    """Base machine; :func:`machine_for` makes one class per :class:`Plan`."""
+    """Base machine; :func:`.check.seed_machine` makes one class per :class:`Plan`."""
 
     PLAN: Plan
 
@@ -68,9 +68,10 @@ class Machine(RuleBasedStateMachine):
         self.history: list[list[int]] = []
         self.locked: list[tuple[Any, Prefix, int, int, tuple[int, ...]]] = []
         self.model: Reference | None = None
-        self.allocations: list[Any] = []
+        self.allocations: list[tuple[Allocation, int]] = []
+        """Caller-held allocations and the tokens each was made for."""
 
-    @initialize(full_pages=st.integers(6, 14), policy=st.sampled_from(POLICIES),
+    @initialize(full_pages=st.integers(6, 14), policy=st.sampled_from(sorted(POLICIES)),
                 data=st.data())
     def setup(self, full_pages: int, policy: str, data: st.DataObject) -> None:
         self.cache = PrefixCache(self.PLAN.config(full_pages, policy))
