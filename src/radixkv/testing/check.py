@@ -57,7 +57,8 @@ def check_component(
        ``whole_when_complete`` and ``leaf_candidates`` agree with the hooks they replace,
        on every node of random trees.
 
-    Deterministic for a given ``seed`` (no example database); ``max_examples`` and
+    Deterministic for a given ``seed`` and set of imported modules (no example database;
+    hypothesis also draws literal constants found in loaded modules); ``max_examples`` and
     ``steps`` bound each run, ``shrink_seconds`` the search for the minimal example after
     a failure (hypothesis's own limit is 300 s; this one is set through a hypothesis
     internal for the duration of the call, and left alone where a hypothesis version lacks
