@@ -32,6 +32,7 @@ from .components import (
 from .components.dependencies import supported_combinations
 from .components.request import RequestSide, StateSide, TokenSide
 from .core import AllBlocksCleared, BlockRemoved, BlockStored, Lock, NodeId
+from .core.node import Node
 
 __version__ = "0.1.0"
 
@@ -54,6 +55,7 @@ __all__ = [
     "Lock",
     "Mamba",
     "MatchResult",
+    "Node",
     "NodeId",
     "PoolShape",
     "PrefixCache",

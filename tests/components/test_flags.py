@@ -1,16 +1,16 @@
 """The class flags that let the tree skip a component hook must agree with that hook.
 
-The tree trusts ``pins_whole_path``, ``pins_end_node`` and ``per_token`` instead of calling
-``lock_boundary`` / ``value_size`` on its hot paths; these tests check every flag against
-the hook on every node of a branched hybrid tree, for every lock end inside each node.
+The tree trusts ``pins_whole_path``, ``pins_end_node``, ``per_token``, ``whole_when_complete``
+and ``leaf_candidates`` instead of calling their hooks on its hot paths; these tests run the
+conformance kit's flag check (:mod:`radixkv.testing.flags`) on a branched hybrid tree.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from radixkv.components.base import Component
 from radixkv.core.node import Node
+from radixkv.testing.flags import check_flags
 
 from .support import AuditedCache, seq
 
@@ -33,19 +33,8 @@ def _nodes(cache: AuditedCache) -> list[Node]:
 @pytest.mark.parametrize("page", [1, 4])
 def test_each_flag_agrees_with_the_hook_it_replaces_on_every_node(page: int) -> None:
     cache = _branched_cache(page)
-    nodes = _nodes(cache)
-    assert len(nodes) >= 4  # the prompts branch: the flags are checked on a real tree
-    components: list[Component] = cache.tree.components
-    for component in components:
-        for node in nodes:
-            for end in range(node.start + 1, node.start + node.length + 1):
-                boundary = component.lock_boundary(node, end)
-                if component.pins_whole_path:
-                    assert boundary == 0, (component.name, node.id, end)
-                if component.pins_end_node:
-                    assert boundary == node.start, (component.name, node.id, end)
-            if component.per_token:
-                assert component.value_size(node) == node.length, (component.name, node.id)
+    assert len(_nodes(cache)) >= 4  # the prompts branch: the flags are checked on a real tree
+    check_flags(cache.cache)  # the conformance kit's check, on every lock end of every node
 
 
 def test_only_full_pins_the_whole_path_and_only_mamba_pins_its_end_node() -> None:
