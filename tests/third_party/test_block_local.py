@@ -104,7 +104,8 @@ def test_block_local_commits_a_chunked_prefill_and_extends() -> None:
 def test_block_local_is_refused_with_a_bad_block_and_listed_as_a_combination() -> None:
     with pytest.raises(ConfigError, match="block"):
         CacheConfig(capacity=8, components=(FullAttention(), BlockLocal(block=0)))
-    assert ("full", "block_local") in supported_combinations()
+    assert ("full", "block_local") in supported_combinations([FullAttention, BlockLocal])
+    assert ("full", "block_local") not in supported_combinations()  # built-ins only
 
 
 def test_block_local_passes_the_conformance_kit() -> None:

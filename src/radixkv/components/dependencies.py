@@ -13,8 +13,10 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 
-from .registry import registered_specs
-from .spec import ComponentSpec
+from .spec import ChunkedLocal, ComponentSpec, FullAttention, Mamba, SlidingWindow
+
+BUILT_IN: tuple[type[ComponentSpec], ...] = (FullAttention, SlidingWindow, ChunkedLocal, Mamba)
+"""The specs radixkv ships, in the order combinations list them."""
 
 
 def check_order(specs: Sequence[ComponentSpec]) -> str | None:
@@ -43,12 +45,15 @@ def dependencies(specs: Sequence[ComponentSpec]) -> list[tuple[int, ...]]:
     return [tuple(index[name] for name in spec.depends_on(specs)) for spec in specs]
 
 
-def supported_combinations() -> list[tuple[str, ...]]:
-    """Every combination of the registered component specs that can form a cache, as
-    names in tree order: the primary first, then any subset of the others, each after what
-    it depends on. Specs whose parameters have no defaults are built with placeholder values
-    only to ask what they depend on."""
-    types = registered_specs()
+def supported_combinations(
+    spec_types: Sequence[type[ComponentSpec]] | None = None,
+) -> list[tuple[str, ...]]:
+    """Every combination of ``spec_types`` (default: radixkv's built-in specs; pass
+    :func:`~radixkv.components.registered_specs` for every registered one) that can form a
+    cache, as names in tree order: the primary first, then any subset of the others, each
+    after what it depends on. Specs whose parameters have no defaults are built with
+    placeholder values only to ask what they depend on. Pure."""
+    types = list(BUILT_IN if spec_types is None else spec_types)
     primaries = [t for t in types if t.primary]
     others = [t for t in types if not t.primary]
     found: list[tuple[str, ...]] = []

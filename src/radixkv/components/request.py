@@ -158,7 +158,6 @@ class TokenSide(RequestSide):
         return TokenBuffer()
 
     def need(self, tokens: int, states: int) -> int:
-        """Slots a request adding ``tokens`` slots (whole pages) and ``states`` states takes."""
         return tokens
 
     def lend(self, buffer: TokenBuffer, tree: TreeCore, found: TreeMatch, lock: Lock | None,
@@ -211,24 +210,16 @@ class TokenSide(RequestSide):
         return buffer.slots[held_from:dropped] if dropped > held_from else NO_SLOTS
 
     def insert_input(self, buffer: TokenBuffer, length: int) -> object:
-        """The tree's input for inserting the request's first ``length`` positions."""
         return self.component.token_input(buffer.slots[:length], min(buffer.dropped, length))
 
-    def after_insert(self, buffer: TokenBuffer, length: int, freed: np.ndarray) -> int:
-        """After an insert the tree holds ``length`` positions; returns checkpoints used."""
-        return 0
-
     def release(self, buffer: TokenBuffer, cached: int, allocated: int) -> np.ndarray:
-        """The request's slots to free when the tree holds its first ``cached`` positions."""
         return buffer.slots[max(cached, buffer.dropped) : allocated]
 
     def held(self, buffer: TokenBuffer, owned_from: int, allocated: int) -> np.ndarray:
-        """The slots the request itself holds (not the tree's)."""
         return buffer.slots[max(owned_from, buffer.dropped) : allocated]
 
     def disagreement(self, buffer: TokenBuffer, tree: TreeCore, node: Node,
                      owned_from: int) -> bool:
-        """Whether the request's lent slots differ from the tree's (an audit)."""
         start = buffer.start
         if start >= owned_from:
             return False
@@ -242,7 +233,6 @@ class TokenSide(RequestSide):
     # ------------------------------------------------------------ caller-held slots
 
     def direct_input(self, part: np.ndarray, length: int) -> object:
-        """The tree's input for a caller-held insert of ``length`` positions."""
         return self.component.token_input(part[:length], 0)
 
     def direct_leftover(self, freed: np.ndarray, part: np.ndarray, length: int,
