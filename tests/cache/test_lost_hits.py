@@ -108,6 +108,22 @@ def test_swa_tombstones_inside_the_window_are_charged_to_swa() -> None:
     assert ledger(cache) == {"hit": 10, "full": 0, "swa": 14, "capped": 0, "unseen": 21}
 
 
+def test_chunked_tombstones_inside_the_open_chunk_are_charged_to_chunked() -> None:
+    cache = AuditedCache(capacity=32, page_size=1, components=(FullAttention(),
+                                                               ChunkedLocal(chunk=4)))
+    lease = cache.admit(seq(100, 10))
+    cache.slide_window(lease)  # chunk [8, 12) is open: [0, 8) are cached as tombstones
+    cache.finish(lease)
+    assert ledger(cache) == {"hit": 0, "full": 0, "chunked": 0, "capped": 0, "unseen": 10}
+    assert cache.match(seq(100, 10)).length == 10  # its chunk so far, [8, 10), is live
+    assert cache.match(seq(100, 8)).length == 8  # a chunk boundary needs nothing
+    assert ledger(cache) == {"hit": 18, "full": 0, "chunked": 0, "capped": 0, "unseen": 10}
+    assert cache.match(seq(100, 7)).length == 4  # [4, 7) is tombstone: back to 4
+    assert ledger(cache) == {"hit": 22, "full": 0, "chunked": 3, "capped": 0, "unseen": 10}
+    assert cache.match(seq(100, 3)).length == 0  # [0, 3) is tombstone
+    assert ledger(cache) == {"hit": 22, "full": 0, "chunked": 6, "capped": 0, "unseen": 10}
+
+
 # ---------------------------------------------------------------- MAMBA
 
 def mamba_cache() -> AuditedCache:
