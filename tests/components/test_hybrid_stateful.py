@@ -42,6 +42,7 @@ from radixkv.cache import Lease, LeaseState
 from radixkv.core.types import Lock
 from radixkv.errors import LeaseError, LockError, OutOfSlotsError
 
+from ..cache.invalid_calls import InvalidCalls, numeric
 from .support import check_lock_order
 
 VOCAB = 3
@@ -197,8 +198,9 @@ class Guard:
 # ---------------------------------------------------------------------- the machine
 
 
-class HybridMachine(RuleBasedStateMachine):
-    """Base machine; subclasses fix ``COMBO`` and ``PAGE``."""
+class HybridMachine(InvalidCalls, RuleBasedStateMachine):
+    """Base machine; subclasses fix ``COMBO`` and ``PAGE``. Numbers are drawn as Python ints
+    or numpy integer scalars alike; :class:`InvalidCalls` mixes in refused calls."""
 
     COMBO: tuple[str, ...] = ("full",)
     PAGE = 1
@@ -248,6 +250,12 @@ class HybridMachine(RuleBasedStateMachine):
     def c(self) -> PrefixCache:
         assert self.cache is not None
         return self.cache
+
+    def subject(self) -> PrefixCache:
+        return self.c
+
+    def live_leases(self) -> list[Lease]:
+        return self.leases
 
     def ref(self) -> Reference:
         if self.model is None:
@@ -350,8 +358,10 @@ class HybridMachine(RuleBasedStateMachine):
         interval = self.c.config.mamba_track_interval
         hints = () if interval is None else self.ref().hints(space, tokens, length, queried,
                                                               interval)
-        lease = self.attempt(self.c.admit, tokens, space, max_match=max_match,
-                             priority=data.draw(st.integers(0, 2), label="priority"))
+        lease = self.attempt(
+            self.c.admit, tokens, space,
+            max_match=None if max_match is None else numeric(data, max_match),
+            priority=numeric(data, data.draw(st.integers(0, 2), label="priority")))
         if isinstance(lease, OutOfSlotsError):
             return None
         self.changed()
@@ -441,7 +451,7 @@ class HybridMachine(RuleBasedStateMachine):
         held_from = max(lease.tree_owned, lease.swa_dropped)
         saved = dict(lease.checkpoints)
         tokens = lease.tokens.tolist()
-        cached = self.c.commit(lease, length)
+        cached = self.c.commit(lease, numeric(data, length))
         self.changed()
         assert cached == lease.tree_owned == expected
         assert lease.checkpoints == {p: s for p, s in saved.items() if p > cached}
@@ -464,7 +474,7 @@ class HybridMachine(RuleBasedStateMachine):
         hinted = [p for p in lease.checkpoint_hints if p in free]
         choices = hinted if hinted and data.draw(st.booleans(), label="hinted") else free
         position = data.draw(st.sampled_from(choices), label="position")
-        slot = self.attempt(self.c.checkpoint, lease, position)
+        slot = self.attempt(self.c.checkpoint, lease, numeric(data, position))
         if isinstance(slot, OutOfSlotsError):
             return
         self.changed()
@@ -485,7 +495,7 @@ class HybridMachine(RuleBasedStateMachine):
         final = max(lease.swa_dropped, dropped)
         pool = self.c.pools[self.swa]
         available = pool.available
-        assert self.c.slide_window(lease, computed) == expected
+        assert self.c.slide_window(lease, numeric(data, computed)) == expected
         self.changed()
         assert pool.available == available + expected
         assert lease.swa_dropped == final
@@ -532,7 +542,8 @@ class HybridMachine(RuleBasedStateMachine):
             budget = data.draw(st.integers(0, 4 * self.PAGE), label=f"{kind} budget")
             budgets[kind] = 10**6 if budget == 4 * self.PAGE else budget  # or all of it
         available = [pool.available for pool in self.c.pools.pools]
-        freed = self.c.evict(**budgets)
+        freed = self.c.evict(**{kind: numeric(data, budget) if budget < 128 else budget
+                                for kind, budget in budgets.items()})
         self.changed()
         assert list(freed) == self.kinds
         for index, kind in enumerate(self.kinds):
