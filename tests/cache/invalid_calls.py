@@ -32,6 +32,7 @@ from radixkv.errors import (
     RadixKVError,
 )
 
+from ..audited import assert_refused
 from ..torchlike import FakeTensor, Size
 
 INT_TYPES = (int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint64)
@@ -78,14 +79,7 @@ class InvalidCalls:
         if made is None:  # not possible in this state (a pool is full, no lease)
             return
         (call, error), cleanup = made
-        snap = cache.snapshot()
-        try:
-            call()
-        except error as exc:
-            assert isinstance(exc, RadixKVError)
-        else:
-            raise AssertionError(f"invalid call {kind} succeeded")
-        assert cache.snapshot() == snap, f"refused {kind} changed the cache"
+        assert_refused(cache, error, call)
         assert_no_slot_twice(cache)
         cache.check_invariants()
         if cleanup is not None:
