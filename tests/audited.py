@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from radixkv import CacheConfig, PrefixCache
+from radixkv.errors import RadixKVError
 
 PURE = frozenset({"stats", "snapshot", "check_invariants", "take_events", "leases"})
 
@@ -33,3 +37,15 @@ class AuditedCache:
                 self.audit()
 
         return audited
+
+
+def assert_refused(cache: Any, error: type[Exception], call: Callable[[], object],
+                   match: str | None = None) -> Exception:
+    """``call()`` raises ``error`` (a RadixKVError; its message matching ``match``) and the
+    cache's snapshot is exactly as before; returns the exception."""
+    snap = cache.snapshot()
+    with pytest.raises(error, match=match) as raised:
+        call()
+    assert isinstance(raised.value, RadixKVError), f"{raised.value!r} is no RadixKVError"
+    assert cache.snapshot() == snap, "a refused call changed the cache"
+    return raised.value

@@ -14,6 +14,8 @@ from radixkv.cache import AllocationState, CacheConfig, PrefixCache
 from radixkv.cache.direct import Allocation
 from radixkv.errors import AllocationError, InvalidSlotsError, InvariantError, RadixKVError
 
+from ..audited import assert_refused
+
 CAPACITY = 256
 PAGES = (1, 4, 16)
 
@@ -38,11 +40,8 @@ def rejects(cache: PrefixCache, call: Callable[[], object], message: str) -> Non
 
 def refused(cache: PrefixCache, call: Callable[[], object], message: str) -> None:
     """``call`` raises AllocationError naming ``message``; the cache is as before."""
-    before = cache.snapshot()
-    with pytest.raises(AllocationError, match=message) as raised:
-        call()
-    assert isinstance(raised.value, RadixKVError) and isinstance(raised.value, ValueError)
-    assert cache.snapshot() == before
+    error = assert_refused(cache, AllocationError, call, message)
+    assert isinstance(error, ValueError)
     cache.check_invariants()
 
 

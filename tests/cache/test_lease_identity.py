@@ -14,19 +14,15 @@ from typing import Any
 import pytest
 
 from radixkv.cache import Lease, LeaseState
-from radixkv.errors import LeaseError, RadixKVError
+from radixkv.errors import LeaseError
 
-from ..audited import AuditedCache
+from ..audited import AuditedCache, assert_refused
 
 SYSTEM = list(range(1, 13))
 
 
 def refused(cache: AuditedCache, call: Callable[[], Any]) -> None:
-    snap = cache.snapshot()
-    with pytest.raises(LeaseError, match="not the lease this cache issued") as raised:
-        call()
-    assert isinstance(raised.value, RadixKVError)
-    assert cache.snapshot() == snap
+    assert_refused(cache, LeaseError, call, "not the lease this cache issued")
 
 
 def busy(**config: Any) -> tuple[AuditedCache, Lease]:

@@ -13,9 +13,9 @@ import pytest
 
 from radixkv import Allocation, CacheConfig
 from radixkv.cache.config import MAX_PAGE_SIZE
-from radixkv.errors import AllocationError, ConfigError, InvalidArgumentError, RadixKVError
+from radixkv.errors import AllocationError, ConfigError, InvalidArgumentError
 
-from ..audited import AuditedCache
+from ..audited import AuditedCache, assert_refused
 
 
 def seq(start: int, n: int) -> list[int]:
@@ -119,11 +119,7 @@ def test_non_integers_are_refused_where_an_int_is_expected(value: object) -> Non
         calls.append(lambda: cache.admit(seq(1, 4), max_match=value))
         calls.append(lambda: cache.admit(seq(1, 4), ttl=value))
     for call in calls:
-        snap = cache.snapshot()
-        with pytest.raises(InvalidArgumentError) as raised:
-            call()
-        assert isinstance(raised.value, RadixKVError)
-        assert cache.snapshot() == snap
+        assert_refused(cache, InvalidArgumentError, call)
     cache.finish(lease)
 
 
@@ -140,10 +136,8 @@ def mamba_cache() -> AuditedCache:
 def test_allocate_state_must_be_a_bool(state: object) -> None:
     cache = mamba_cache()
     held = cache.allocate(4, state=True)
-    snap = cache.snapshot()
-    with pytest.raises(InvalidArgumentError, match="state must be a bool"):
-        cache.allocate(4, state=state)
-    assert cache.snapshot() == snap
+    assert_refused(cache, InvalidArgumentError, lambda: cache.allocate(4, state=state),
+                   "state must be a bool")
     assert cache.stats().components["mamba"].pool_available == 3
     assert held is not None
     cache.release(held)
@@ -165,10 +159,8 @@ def test_allocate_takes_python_and_numpy_bools_for_state(state: object) -> None:
 @pytest.mark.parametrize("flag", [0, 1, None, "no"], ids=["0", "1", "none", "str"])
 def test_allocate_evict_must_be_a_bool(flag: object) -> None:
     cache = mamba_cache()
-    snap = cache.snapshot()
-    with pytest.raises(InvalidArgumentError, match="evict must be a bool"):
-        cache.allocate(4, evict=flag)
-    assert cache.snapshot() == snap
+    assert_refused(cache, InvalidArgumentError, lambda: cache.allocate(4, evict=flag),
+                   "evict must be a bool")
 
 
 # ---------------------------------------------------------------------- budgets and bounds (item 9)
@@ -179,10 +171,8 @@ def test_allocate_evict_must_be_a_bool(flag: object) -> None:
 def test_evict_for_a_component_the_cache_lacks_is_refused(budget: dict[str, object]) -> None:
     cache = AuditedCache(capacity=64)
     cache.finish(cache.admit(seq(1, 8)))
-    snap = cache.snapshot()
-    with pytest.raises(InvalidArgumentError, match=r"has no (swa|mamba) component"):
-        cache.evict(**budget)  # type: ignore[arg-type]
-    assert cache.snapshot() == snap
+    assert_refused(cache, InvalidArgumentError, lambda: cache.evict(**budget),
+                   r"has no (swa|mamba) component")
     assert cache.evict(full=4, swa=0, mamba=0) == {"full": 8}
 
 
@@ -200,8 +190,6 @@ def test_a_hand_made_allocation_with_a_huge_state_is_refused_as_not_issued() -> 
     assert held is not None
     forged = Allocation(object(), held.id, (held.full, np.array([2**70 % 2**63])),
                         cache.names, 1)
-    snap = cache.snapshot()
-    with pytest.raises(AllocationError, match="another cache"):
-        cache.insert(seq(1, 4), forged)
-    assert cache.snapshot() == snap
+    assert_refused(cache, AllocationError, lambda: cache.insert(seq(1, 4), forged),
+                   "another cache")
     cache.release(held)

@@ -15,12 +15,22 @@ from __future__ import annotations
 from hypothesis import settings
 
 from radixkv import CacheConfig, ComponentSpec, FullAttention, Mamba, PrefixCache, SlidingWindow
+from radixkv.cache import Lease
 from radixkv.testing.audit import Audited
 from radixkv.testing.machine import Plan
 
+from ..cache.invalid_calls import InvalidCalls
 
-class HybridMachine(Audited):
-    """The kit's machine with the MAMBA hint rule written out."""
+
+class HybridMachine(InvalidCalls, Audited):
+    """The kit's machine with the MAMBA hint rule written out, and refused calls of every
+    class of the hardening issue mixed into its traffic (:class:`InvalidCalls`)."""
+
+    def subject(self) -> PrefixCache:
+        return self.c
+
+    def live_leases(self) -> list[Lease]:
+        return list(self.leases)
 
     def hints(self, length: int, branch: int, num_tokens: int) -> tuple[int, ...]:
         spec = self.PLAN.specs[-1]

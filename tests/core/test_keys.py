@@ -18,6 +18,8 @@ from radixkv.core.keys import (
 )
 from radixkv.errors import InvalidNamespaceError, InvalidTokensError
 
+from ..torchlike import FakeTensor, Size
+
 # ---------------------------------------------------------------------- validate_tokens
 
 
@@ -94,35 +96,6 @@ def test_non_token_input_is_refused_with_invalid_tokens_error(bad: object) -> No
 def test_invalid_tokens_error_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="outside"):
         validate_tokens([TOKEN_LIMIT + 3])
-
-
-class Size(tuple):  # type: ignore[type-arg]
-    """Stands in for ``torch.Size`` (a tuple subclass from the ``torch`` module) without
-    importing torch: radixkv recognises torch objects by their type's module name."""
-
-
-Size.__module__ = "torch"
-
-
-class FakeTensor:
-    """Stands in for a torch tensor: ``detach().cpu().numpy()`` gives its values, or raises
-    RuntimeError (a tensor on the meta device, say) when ``values`` is None."""
-
-    __module__ = "torch"
-
-    def __init__(self, values: np.ndarray | None) -> None:
-        self.values = values
-
-    def detach(self) -> FakeTensor:
-        return self
-
-    def cpu(self) -> FakeTensor:
-        return self
-
-    def numpy(self) -> np.ndarray:
-        if self.values is None:
-            raise RuntimeError("Cannot copy out of meta tensor")
-        return self.values
 
 
 def test_a_torch_tensor_is_read_through_numpy() -> None:

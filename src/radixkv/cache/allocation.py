@@ -36,7 +36,7 @@ class Allocation:
     def __init__(self, owner: object, allocation_id: int, parts: tuple[np.ndarray, ...],
                  names: tuple[str, ...], state_index: int | None) -> None:
         for part in parts:
-            part.flags.writeable = False  # the tree may keep views of these slots
+            part.setflags(write=False)  # the tree may keep views of these slots
         self.owner, self.id, self.parts, self.names = owner, allocation_id, parts, names
         self._state = state_index
         self.status = AllocationState.HELD

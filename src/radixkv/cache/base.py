@@ -21,7 +21,7 @@ from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
 from . import inspection
 from .allocation import Allocation, AllocationState
-from .arguments import as_int, as_optional_int
+from .arguments import as_int
 from .config import CacheConfig
 from .detached import DetachedSlots
 from .lease import Lease, LeaseState
@@ -80,7 +80,11 @@ class CacheBase:
         ttl as Python ints; pure."""
         packed = encode_tokens(tokens)
         space = validate_namespace(namespace)
-        return packed, space, as_int("priority", priority), as_optional_int("ttl", ttl, 0)
+        if type(priority) is not int:  # bench insert/admit: a plain int takes one test
+            priority = as_int("priority", priority)
+        if ttl is not None:
+            ttl = as_int("ttl", ttl, 0)
+        return packed, space, priority, ttl
 
     def _key(self, packed: bytes, length: int | None = None) -> bytes:
         """Tree key of the first ``length`` packed tokens (all by default), whole pages."""

@@ -113,7 +113,7 @@ def snapshot(cache: PrefixCache) -> Any:
         for lease in cache.leases()
     )
     pools = tuple(
-        (pool.snapshot(), detached.held().tobytes())
+        (pool.snapshot(), detached.holders().tobytes())
         for pool, detached in zip(cache.pools.pools, cache.detached)
     )
     return (snapshot_tree(cache.tree), pools, leases, tuple(sorted(cache.counters.items())),
