@@ -167,6 +167,7 @@ class TokenSide(RequestSide):
         lent = tree.path_values(found, self.index, lent_from) if lent_from < found.length \
             else NO_SLOTS
         buffer.lent_from = lent_from
+        # room for 16 decode tokens, so the first extensions do not regrow the buffer
         buffer.slots = np.concatenate((np.zeros(lent_from, dtype=np.int64), lent, fresh,
                                        np.zeros(16, dtype=np.int64)))
 

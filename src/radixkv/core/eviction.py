@@ -48,9 +48,8 @@ class Evictor(TreeState):
         if not self.components[first].removes_node(node):
             self._refresh(node)
             return
-        for index in range(len(self.components)):
-            if index != first and index not in cascade:
-                self._drop(node, index, "removal", freed, evicted)
+        for index in self._removal[first]:
+            self._drop(node, index, "removal", freed, evicted)
         parent = node.parent
         self._remove(node)
         while parent is not None and self._useless(parent):

@@ -115,6 +115,10 @@ class TreeState:
         """Per component, the indices of the components it depends on (its spec says)."""
         self.cascade = _dependents(self.depends)
         """Per component, what evicting its value on a node evicts along (dependents)."""
+        self._removal = [tuple(i for i in range(len(self.components))
+                               if i != first and i not in self.cascade[first])
+                         for first in range(len(self.components))]
+        """Per component, the others' values that go when its eviction removes the node."""
         self.policy = make_policy(config.policy)
         self._lock_modes = [lock_mode(c) for c in self.components]
         self._sizes = [None if c.per_token else c.value_size for c in self.components]
