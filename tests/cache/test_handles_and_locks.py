@@ -135,3 +135,14 @@ def test_an_empty_match_pins_nothing() -> None:
     cache = PrefixCache(CacheConfig(capacity=16))
     with pytest.raises(InvalidArgumentError, match="empty"):
         cache.lock(cache.match([1, 2, 3]))
+
+
+def test_a_match_still_locks_its_prefix_after_a_split_above_its_end() -> None:
+    cache = cache_with(seq(1, 12), page_size=4)
+    found = cache.match(seq(1, 8))  # ends inside the one node [0, 12)
+    cache.abort(cache.admit([*seq(1, 8), 99]))  # its lock split the node at 8
+    assert cache.stats().nodes == 2
+    receipt = cache.lock(found)  # the handle is now the lower half [8, 12)
+    assert cache.stats().components["full"].protected == 8
+    cache.unlock(receipt)
+    assert cache.stats().components["full"].protected == 0

@@ -166,6 +166,9 @@ class CacheBase:
             if prefix.node is None:
                 raise InvalidArgumentError("an empty match pins nothing")
             node, length = tree.node(prefix.node), prefix.length
+            while node.start >= length and node.parent is not None \
+                    and node.parent.parent is not None:  # a later split cut above the end
+                node = node.parent
         else:
             # bench lock_unlock: an int handle is looked up inline (tree.node explains a miss)
             found = tree.nodes.get(prefix) if type(prefix) is int else None
