@@ -54,8 +54,9 @@ class EventLog:
         self.dropped_since_take = 0
         return events
 
-    def stored(self, node: Node) -> None:
-        """Announce ``node``'s pages as newly held (its parent was announced before)."""
+    def stored(self, node: Node, medium: str | None = None) -> None:
+        """Announce ``node``'s pages as newly held on ``medium`` (default: the device's;
+        its parent was announced before)."""
         tree = self._tree
         digests = page_digests(node, tree.page_bytes)
         parent = node.parent
@@ -68,15 +69,16 @@ class EventLog:
                 parent_block_hash=parent_hash,
                 token_ids=unpack_tokens(node.key, tree.config.bigram),
                 block_size=tree.page_size,
-                medium=tree.config.medium,
+                medium=tree.config.medium if medium is None else medium,
                 namespace=node.namespace,
             )
         )
 
-    def removed(self, node: Node) -> None:
+    def removed(self, node: Node, medium: str | None = None) -> None:
         """Announce that ``node``'s pages are no longer held, with the ids they were stored
         with."""
         digests = page_digests(node, self._tree.page_bytes)
         self.push(
-            BlockRemoved([event_id(d) for d in digests], self._tree.config.medium, node.namespace)
+            BlockRemoved([event_id(d) for d in digests],
+                         self._tree.config.medium if medium is None else medium, node.namespace)
         )
