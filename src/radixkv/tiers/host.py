@@ -57,6 +57,7 @@ class HostTierController:
         """Nodes whose uses reached the threshold, to back up at the next flush."""
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
+        self._deferred: list[Completion] = []
         self.listener: Callable[[CopyRecord, bool], None] | None = None
         """Told of each batch before it is applied (the cache fails or readies the leases
         waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
@@ -208,13 +209,25 @@ class HostTierController:
             self.device.free_all(joined)
 
     def poll(self) -> list[tuple[CopyRecord, bool]]:
-        """Apply whatever the engine completed since the last poll."""
-        return self.finish(self.engine.poll())
+        """Apply whatever the engine completed since the last poll (and what a wait saw
+        and kept for later)."""
+        deferred, self._deferred = self._deferred, []
+        return self.finish([*deferred, *self.engine.poll()])
 
     def wait(self, tickets: Iterable[int]) -> list[tuple[CopyRecord, bool]]:
-        """Block until ``tickets`` completed, applying every acknowledgement seen."""
-        wanted = [ticket for ticket in tickets if ticket in self.records]
-        return self.finish(self.engine.wait(wanted)) if wanted else []
+        """Block until ``tickets`` completed and apply them. Other batches the engine
+        reports meanwhile are kept for the next :meth:`poll`: a wait inside an eviction
+        never changes what the caller of that eviction is working on."""
+        wanted = {ticket for ticket in tickets if ticket in self.records}
+        if not wanted:
+            return []
+        mine = [c for c in self._deferred if c.ticket in wanted]
+        self._deferred = [c for c in self._deferred if c.ticket not in wanted]
+        missing = wanted.difference(c.ticket for c in mine)
+        seen = self.engine.wait(missing) if missing else []
+        mine += [c for c in seen if c.ticket in wanted]
+        self._deferred += [c for c in seen if c.ticket not in wanted]
+        return self.finish(mine)
 
     def settle_backups(self) -> bool:
         """Wait for every backup in flight (its locks keep device values from eviction);
@@ -257,6 +270,7 @@ class HostTierController:
         """Wait for every copy in flight (their slots are about to be reused), then forget
         every host value; the caller resets the tree and the device pools."""
         self.wait(list(self.records))
+        self._deferred.clear()
         for pool in self.pools:
             pool.reset()
         self.due.clear()
