@@ -17,6 +17,7 @@ COMPONENTS = ("full", "full+swa", "full+mamba")
 SPEC_OPERATIONS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
 OPERATIONS = (*SPEC_OPERATIONS, "admit_finish")
 WORKLOADS = ("reference", "short")
+PAGE_HASHES = ("sha256", "xxh3_128")  # radixkv.core.hashing.PAGE_HASHES (not imported here)
 
 
 def _positive(text: str) -> int:
@@ -81,6 +82,21 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                        help="page sizes of the memory measurement")
     scale.add_argument("--json", type=Path, default=None, metavar="PATH",
                        help="write the results as JSON")
+    events = sub.add_parser(
+        "events", help="events on / events off cost of admit + finish, per page hash",
+        description="Run the short prompts through admit + finish + take_events on FULL "
+        "caches with events off and on (each page hash), rounds alternating, and report "
+        "p50 and the on/off ratio of each round (radixkv.bench.events).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    events.add_argument("--prompts", type=_positive, default=5000, metavar="P",
+                        help="short prompts per pass")
+    events.add_argument("--rounds", type=_positive, default=5, metavar="N", help="rounds")
+    events.add_argument("--page-size", nargs="+", type=_positive, default=[1, 16],
+                        metavar="N", help="page sizes")
+    events.add_argument("--page-hash", nargs="+", choices=PAGE_HASHES,
+                        default=list(PAGE_HASHES), help="page hashes with events on")
+    events.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help="write every round's results and the summary as JSON")
     sim = sub.add_parser(
         "sim", help="requests per second of wall time the simulator runs",
         description="Run a chat workload through the simulator (radixkv.sim) with a FULL "
@@ -96,12 +112,16 @@ def run(args: argparse.Namespace) -> int:
         from .scale import run_scale
 
         return run_scale(args)
+    if args.bench_command == "events":
+        from .events import run_events
+
+        return run_events(args)
     if args.bench_command == "sim":
         from ..sim.speed import run_speed
 
         return run_speed(args)
     if args.bench_command != "ops":
-        print("radixkv bench: choose a benchmark (ops, scale, sim)", file=sys.stderr)
+        print("radixkv bench: choose a benchmark (ops, scale, events, sim)", file=sys.stderr)
         return 2
     return _run_ops(args)
 

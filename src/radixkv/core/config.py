@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from .hashing import page_hash
 from .policy import POLICIES
 
 
@@ -17,7 +18,9 @@ class TreeConfig:
     name. ``events``: queue KV events. ``event_queue_limit``: the most events queued between
     two drains (see :class:`~radixkv.core.event_log.EventLog`). ``default_ttl``: tlru
     time-to-live in ticks for requests that give none. ``medium``: the medium named in
-    device events.
+    device events. ``page_hash``: the chained page hash of event ids and storage keys,
+    ``"sha256"`` or ``"xxh3_128"`` (needs the ``fasthash`` extra; see
+    :mod:`radixkv.core.hashing`).
     """
 
     page_size: int = 1
@@ -27,6 +30,7 @@ class TreeConfig:
     event_queue_limit: int = 100_000
     default_ttl: int = 1024
     medium: str = "GPU"
+    page_hash: str = "sha256"
 
     def __post_init__(self) -> None:
         if isinstance(self.page_size, bool) or not isinstance(self.page_size, int):
@@ -49,3 +53,4 @@ class TreeConfig:
                 f"event_queue_limit must be an int >= 1, got {self.event_queue_limit!r}")
         if self.default_ttl < 0:
             raise ConfigError(f"default_ttl must be >= 0, got {self.default_ttl}")
+        page_hash(self.page_hash)  # raises ConfigError for an unknown or unavailable hash

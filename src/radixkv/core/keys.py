@@ -136,7 +136,13 @@ def pack_tokens(tokens: np.ndarray, bigram: bool) -> bytes:
 
 
 def unpack_tokens(key: bytes, bigram: bool) -> list[int]:
-    """Token ids of a key (the first token of each bigram); for events and debugging."""
+    """Token ids of a key (the first token of each bigram); for events and debugging. One C
+    call where the key's little-endian u32 is the native unsigned int."""
+    if _NATIVE_U32:
+        # events: a memoryview cast has a third of numpy's fixed cost on a page's key
+        view = memoryview(key).cast("I")
+        listed: list[int] = (view[::2] if bigram else view).tolist()
+        return listed
     flat = np.frombuffer(key, dtype="<u4")
     tokens: list[int] = (flat[::2] if bigram else flat).tolist()
     return tokens
