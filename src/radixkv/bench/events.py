@@ -3,8 +3,8 @@
 Each round runs the short prompts (:mod:`radixkv.bench.short`) through ``admit`` then
 ``finish`` then ``take_events`` (timed together, as a scheduler step would drain the queue)
 on fresh FULL caches, one per setting: events off, and events on with each page hash asked
-for. Each prompt goes to every cache in turn before the next prompt (the order of the
-settings rotates from round to round), so a burst of machine noise hits all settings. Two
+for. Each prompt goes to every cache in turn before the next prompt (which setting goes
+first rotates from prompt to prompt), so a burst of machine noise hits all settings alike. Two
 passes per cache: **new** (the first pass: each prompt's system prompt is cached, its
 question is new, so its pages are hashed and published) and **cached** (the same prompts
 again: fully cached, nothing new to publish). Reported: the median over rounds of each
@@ -87,16 +87,20 @@ def run_interleaved(settings: list[str], page_size: int, prompts: list[list[int]
 
 def _time_interleaved(steps: list[Callable[[list[int]], None]], items: list[list[int]]
                       ) -> list[list[float]]:
+    """Each item on every step, the step that goes first rotating from item to item (the
+    first of a group runs with the warmest interpreter caches)."""
+    count = len(steps)
+    order = [[(i + shift) % count for i in range(count)] for shift in range(count)]
     latencies: list[list[float]] = [[] for _ in steps]
     now = time.perf_counter
     gc.collect()
     gc.disable()
     try:
-        for item in items:
-            for step, lat in zip(steps, latencies):
+        for position, item in enumerate(items):
+            for index in order[position % count]:
                 begin = now()
-                step(item)
-                lat.append((now() - begin) * 1e6)
+                steps[index](item)
+                latencies[index].append((now() - begin) * 1e6)
     finally:
         gc.enable()
     return latencies
@@ -104,15 +108,12 @@ def _time_interleaved(steps: list[Callable[[list[int]], None]], items: list[list
 
 def run_rounds(prompts: list[list[int]], page_sizes: list[int], hashes: list[str],
                rounds: int, capacity: int) -> list[dict[str, Any]]:
-    """One record per (round, page size, setting, pass); the order in which each prompt
-    visits the settings rotates from round to round."""
+    """One record per (round, page size, setting, pass)."""
     settings = [OFF, *hashes]
     records: list[dict[str, Any]] = []
     for round_index in range(rounds):
-        shift = round_index % len(settings)
-        order = settings[shift:] + settings[:shift]
         for page_size in page_sizes:
-            p50 = run_interleaved(order, page_size, prompts, capacity)
+            p50 = run_interleaved(settings, page_size, prompts, capacity)
             records.extend({"round": round_index, "page_size": page_size, "setting": setting,
                             "pass": name, "p50_us": p50[setting][name]}
                            for setting in settings for name in PASSES)

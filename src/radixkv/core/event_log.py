@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from .events import BlockRemoved, KVEvent, block_stored
 from .hashing import page_digests, page_hash
-from .keys import unpack_tokens
+from .keys import NATIVE_U32, unpack_tokens
 from .node import Node
 
 if TYPE_CHECKING:
@@ -73,8 +73,12 @@ class EventLog:
             assert parent.hashes, "page_digests hashed every ancestor"
             head = parent.hashes[-1]
         parent_hash, ids = hasher.ids(digests, head)  # the parent's id too, in one call
-        event = block_stored(ids, parent_hash, unpack_tokens(node.key, self._bigram),
-                             tree.page_size, self._medium, node.namespace)
+        if self._bigram or not NATIVE_U32:
+            tokens = unpack_tokens(node.key, self._bigram)
+        else:  # events: unpack_tokens' common case inline
+            tokens = memoryview(node.key).cast("I").tolist()
+        event = block_stored(ids, parent_hash, tokens, tree.page_size, self._medium,
+                             node.namespace)
         if self.dropped_since_take or len(self._events) >= self.limit:
             self.push(event)
         else:  # events: push()'s common case inline

@@ -153,8 +153,14 @@ def page_digests(node: Node, page_bytes: int, hasher: PageHash = SHA256) -> list
     parent = node.parent
     if parent is None:
         return []
-    if parent.parent is None or parent.hashes is not None:  # the common case: one node
-        node.hashes = hashes = hasher.chain(previous_digest(node, hasher), node.key, page_bytes)
+    if parent.parent is None:  # events: the common cases, one node to hash, inline
+        previous = namespace_seed(node.namespace, hasher)
+    elif parent.hashes is not None:
+        previous = parent.hashes[-1]
+    else:
+        previous = None
+    if previous is not None:
+        node.hashes = hashes = hasher.chain(previous, node.key, page_bytes)
         return hashes
     pending: list[Node] = []
     current: Node | None = node
