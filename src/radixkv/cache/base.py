@@ -19,6 +19,9 @@ from ..core.node import Node
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
+from ..tiers.copy_engine import CopyEngine
+from ..tiers.host import HostTierController
+from ..tiers.numpy_engine import NumpyCopyEngine
 from . import inspection
 from .allocation import Allocation, AllocationState
 from .arguments import as_int
@@ -46,9 +49,12 @@ class _Owner:
 class CacheBase:
     """Pools, tree, leases and counters of a cache; see :class:`~radixkv.PrefixCache`."""
 
-    def __init__(self, config: CacheConfig) -> None:
+    def __init__(self, config: CacheConfig, copy_engine: CopyEngine | None = None) -> None:
         if not isinstance(config, CacheConfig):
             raise ConfigTypeError(f"expected a CacheConfig, got {type(config).__name__}")
+        if copy_engine is not None and not isinstance(copy_engine, CopyEngine):
+            raise ConfigTypeError(f"copy_engine must be a CopyEngine, got "
+                                  f"{type(copy_engine).__name__}")
         self.config = config
         self.page_size = config.page_size
         self.tree = TreeCore(config.tree_config(), config.make_components())
@@ -65,11 +71,24 @@ class CacheBase:
         self._leases: dict[int, Lease] = {}
         self._allocation_ids = itertools.count(1)  # 0 is "no allocation"
         self._allocations: dict[int, Allocation] = {}
+        self._waiting: dict[int, list[Lease]] = {}
+        """Load-back ticket -> the leases waiting for it."""
+        self._changed: list[Lease] = []
+        """Leases made ready or failed since the last poll/wait."""
         self.counters = dict.fromkeys(inspection.COUNTERS, 0)
         self.lost = [0] * len(self.tree.components)
         """Per component, prompt tokens held structurally that it made unusable."""
         self.explain = config.lost_hits
         self.detached = [DetachedSlots(pool.num_pages, pool.page_size) for pool in self.pools.pools]
+        self.host: HostTierController | None = None
+        """The host tier, when the configuration has one."""
+        if config.host is not None:
+            engine = NumpyCopyEngine() if copy_engine is None else copy_engine
+            self.host = HostTierController(config.host, config.host_shapes(), self.tree,
+                                           self.pools, engine)
+            self.pools.evictor = self.host.evict_device
+            self.pools.settle = self.host.settle_backups
+            self.host.listener = self._on_copy
 
     # ------------------------------------------------------------------ keys and match
 
@@ -118,11 +137,38 @@ class CacheBase:
         # cache); their FULL entries on a usable path are never None
         path_values = [n.values for n in found.path]
         index = self._state
+        host_length = 0 if self.host is None else self._host_length(key, space, found)
         if index is None:
-            return MatchResult(length, path_values, handle)
+            return MatchResult(length, path_values, handle, host_length=host_length)
         state = None if node is None else self.tree.value(node, index)
         return MatchResult(length, path_values, handle, state,
-                           (found.branch, num_tokens, self.tree.components[index]))
+                           (found.branch, num_tokens, self.tree.components[index]), host_length)
+
+    def _host_length(self, key: bytes, space: Namespace, found: TreeMatch) -> int:
+        """Tokens beyond the device match that host values make usable; notes the hit
+        nodes' uses for the write policy. O(depth)."""
+        host = self.host
+        assert host is not None
+        host.note_uses(found.path, inserted=False)
+        if found.length >= found.branch:
+            return 0
+        return self.tree.host_match(key, space).length - found.length
+
+    def _on_copy(self, record: Any, ok: bool) -> None:
+        """See :meth:`LoadBack._on_copy`."""
+
+    def _after_insert(self, node: Node | None) -> None:
+        """Let the host tier's write policy see the nodes an insert stored or ran through
+        (the first use of a new node), and start the backups that are due."""
+        host = self.host
+        if host is None or node is None:
+            return
+        path = []
+        while node.parent is not None:
+            path.append(node)
+            node = node.parent
+        host.note_uses(path, inserted=True)
+        host.flush()
 
     def _count_match(self, queried: int, found: TreeMatch, key: bytes, space: Namespace,
                      full_key: bytes | None = None) -> None:
@@ -216,9 +262,8 @@ class CacheBase:
                 raise InvalidArgumentError(
                     f"{name}={budget}: this cache has no {name} component (it has "
                     f"{', '.join(self.names)})")
-        result = self.tree.evict([budgets.get(name, 0) for name in self.names])
-        self.pools.free_all(result.freed)
-        return dict(zip(self.names, result.evicted))
+        evicted = self.pools.evictor([budgets.get(name, 0) for name in self.names])
+        return dict(zip(self.names, evicted))
 
     # ------------------------------------------------------------------ inspection
 
@@ -233,7 +278,12 @@ class CacheBase:
     def reset(self) -> None:
         """Drop everything cached; active leases and held allocations become invalid, every
         slot is free again.
-        Node handles are never reused afterwards."""
+        Node handles are never reused afterwards. With a host tier, first waits for every
+        copy in flight (their slots are about to be reused)."""
+        if self.host is not None:
+            self.host.reset()
+        self._waiting.clear()
+        self._changed.clear()
         self.tree.reset()
         self.pools.reset()
         for detached in self.detached:

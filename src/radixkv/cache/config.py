@@ -18,6 +18,7 @@ from ..components.dependencies import check_order, supported_combinations
 from ..components.spec import check_int
 from ..core.config import TreeConfig
 from ..errors import ConfigError
+from ..tiers.config import HostTier
 
 SHORTHANDS = ("full", "swa", "mamba")
 """Component names accepted as strings; their parameters come from the keyword fields."""
@@ -61,6 +62,8 @@ class CacheConfig:
     explain every match that falls short of what the tree holds (``ComponentStats.lost``,
     ``CacheStats.capped_tokens``); off, those count as unseen. ``default_ttl``: tlru
     time-to-live (ticks) of a request that gives none.
+    ``host``: the host-memory tier (:class:`~radixkv.tiers.HostTier`); ``None`` (the
+    default) has none, and nothing costs more than an ``if``.
     Raises :class:`ConfigError` on any invalid value or combination. ``specs`` holds the
     resolved specs, in tree order.
     """
@@ -79,6 +82,7 @@ class CacheConfig:
     page_hash: str = "sha256"
     lost_hits: bool = True
     default_ttl: int = 1024
+    host: HostTier | None = None
     specs: tuple[ComponentSpec, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -93,6 +97,24 @@ class CacheConfig:
         for spec in specs:
             spec.validate(shape)
         object.__setattr__(self, "specs", specs)
+        self._check_host(specs)
+
+    def _check_host(self, specs: tuple[ComponentSpec, ...]) -> None:
+        host = self.host
+        if host is None:
+            return
+        if not isinstance(host, HostTier):
+            raise ConfigError(f"host must be a HostTier, got {type(host).__name__}")
+        shapes = self.pool_shapes()
+        known = {name for name, _ in shapes}
+        for name, _ in host.overrides:
+            if name not in known:
+                raise ConfigError(f"host capacity for {name!r}: no such component")
+        for (name, shape), spec in zip(shapes, specs):
+            capacity = host.capacity_of(name, component_type(spec).per_token)
+            if capacity % shape.page_size:
+                raise ConfigError(f"host capacity of {name!r} ({capacity}) must be a multiple "
+                                  f"of its page size {shape.page_size}")
 
     def _resolve(self) -> tuple[ComponentSpec, ...]:
         entries = self.components
@@ -155,11 +177,17 @@ class CacheConfig:
             event_queue_limit=self.event_queue_limit,
             default_ttl=self.default_ttl,
             page_hash=self.page_hash,
+            tiers=1 if self.host is None else 2,
         )
 
     def make_components(self) -> list[Component]:
         """Fresh component objects, in tree order."""
         return [component_type(spec)(spec) for spec in self.specs]
+
+    def host_shapes(self) -> list[tuple[str, int, bool]]:
+        """(name, page size, per_token) of each component's pool, in tree order."""
+        return [(name, shape.page_size, component_type(spec).per_token)
+                for (name, shape), spec in zip(self.pool_shapes(), self.specs)]
 
     def pool_shapes(self) -> list[tuple[str, PoolShape]]:
         """(name, pool shape) of each component, in tree order."""

@@ -8,6 +8,8 @@ import numpy as np
 
 from ..core.audit import check_tree, snapshot_tree
 from ..errors import InvariantError
+from ..tiers.audit import check_host
+from ..tiers.stats import host_stats
 from .allocation import AllocationState
 from .lease import Lease
 from .results import CacheStats, ComponentStats
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
     from .base import CacheBase as PrefixCache
 
 COUNTERS = ("matches", "match_tokens", "hit_tokens", "capped_tokens", "admitted", "finished",
-            "aborted", "inserted_tokens", "checkpoints_created", "checkpoints_used")
+            "aborted", "failed", "inserted_tokens", "checkpoints_created", "checkpoints_used")
 
 
 def stats(cache: PrefixCache) -> CacheStats:
@@ -43,6 +45,7 @@ def stats(cache: PrefixCache) -> CacheStats:
         active_leases=len(cache.leases()),
         evicted_tokens=sum(tree.evicted[0].values()),
         events_dropped=tree.log.dropped,
+        host=None if cache.host is None else host_stats(cache.host, tree),
         **cache.counters,
     )
 
@@ -67,6 +70,11 @@ def check(cache: PrefixCache) -> None:
     for pool, parts in zip(cache.pools.pools, held):
         pool.check(np.concatenate(parts))
     _check_allocations(cache)
+    if cache.host is not None:
+        check_host(cache.host, tree)
+        for lease in cache.leases():
+            if any(ticket not in cache.host.records for ticket in lease.waiting):
+                raise InvariantError(f"lease {lease.id} waits for a copy not in flight")
 
 
 def _check_allocations(cache: PrefixCache) -> None:
@@ -116,6 +124,10 @@ def snapshot(cache: PrefixCache) -> Any:
         (pool.snapshot(), detached.holders().tobytes())
         for pool, detached in zip(cache.pools.pools, cache.detached)
     )
+    host = None if cache.host is None else (
+        tuple(pool.snapshot() for pool in cache.host.pools), tuple(sorted(cache.host.records)),
+        tuple(sorted(cache.host.due)))
     return (snapshot_tree(cache.tree), pools, leases, tuple(sorted(cache.counters.items())),
+            host,
             tuple(cache.lost),
             tuple(tuple(sorted(e.items())) for e in cache.tree.evicted))

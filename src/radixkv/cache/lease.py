@@ -23,6 +23,8 @@ class LeaseState(enum.Enum):
     ABORTED = "aborted"
     INVALIDATED = "invalidated"
     """The cache was reset while the lease was active."""
+    FAILED = "failed"
+    """A load-back its prefix needed failed: everything it held was freed; admit again."""
 
 
 def _readonly(view: np.ndarray) -> np.ndarray:
@@ -52,6 +54,9 @@ class Lease:
     ``None`` to start from zeros; ``checkpoint_hints`` are positions where saving a state lets
     later requests hit; ``checkpoints`` maps positions to the state slots saved there.
 
+    With a host tier, a lease admitted with ``load_back=True`` (or whose prefix another
+    request is loading back) is not :attr:`ready` until its copies are acknowledged.
+
     ``swa_slots``, ``swa_start``, ``swa_dropped``, ``own_swa_slots`` and ``window_start``
     are shorthands for the component named ``"swa"`` (empty or 0 without it).
     """
@@ -70,6 +75,7 @@ class Lease:
         "state",
         "tree_owned",
         "ttl",
+        "waiting",
     )
 
     def __init__(
@@ -84,6 +90,15 @@ class Lease:
         self.cached_length = self.tree_owned = cached_length
         self.lock, self.priority, self.ttl = lock, priority, ttl
         self.state = LeaseState.ACTIVE
+        self.waiting: set[int] = set()
+        """Tickets of the load-backs its prefix waits for (see :attr:`ready`)."""
+
+    @property
+    def ready(self) -> bool:
+        """Whether the KV of the cached prefix is in place: False while host-to-device
+        copies it needs are in flight (:meth:`PrefixCache.poll` reports when they land);
+        only then may the engine read it. extend/commit/finish refuse a lease not ready."""
+        return not self.waiting
 
     # ---------------------------------------------------------------- tokens and FULL
 

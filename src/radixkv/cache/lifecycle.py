@@ -8,26 +8,30 @@ import numpy as np
 
 from ..core.keys import TOKEN_BYTES, encode_tokens
 from ..core.node import Node
-from ..core.types import TreeInsert
+from ..core.types import TreeInsert, TreeMatch
 from ..errors import InvalidArgumentError, LeaseError
-from .arguments import as_int, as_optional_int
-from .base import CacheBase
+from .arguments import as_bool, as_int, as_optional_int
 from .lease import Lease, LeaseState
+from .tiered import LoadBack
 
 
-class Lifecycle(CacheBase):
+class Lifecycle(LoadBack):
     """admit → extend / commit / checkpoint / slide_window → finish or abort."""
 
     # ------------------------------------------------------------------ admission
 
     def admit(
         self, tokens: Any, namespace: Any = None, *, priority: int = 0, ttl: int | None = None,
-        max_match: int | None = None,
+        max_match: int | None = None, load_back: bool = False,
     ) -> Lease:
         """Admit a request: match its prompt (reusing at most ``max_match`` tokens, e.g.
         ``len(prompt) - 1`` so the engine computes the last token's logits), lock the cached
         prefix, allocate the rest (and, with a state component, a working state slot).
-        Evicts as needed.
+        Evicts as needed. With a host tier and ``load_back``, the prefix runs on as far as
+        host values make it usable: device slots are allocated for the host part, its
+        host-to-device copies are submitted, and the lease is not :attr:`~Lease.ready` until
+        they are acknowledged (:meth:`poll`); a lease whose prefix another request is
+        loading back waits for that copy too.
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room."""
         packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
@@ -37,13 +41,20 @@ class Lifecycle(CacheBase):
             max_match += 1  # a bigram spans the next token
         key = self._key(packed, max_match)
         found = self.tree.match(key, space, touch=False)
+        device_length, load = found.length, None
+        if load_back is not False and as_bool("load_back", load_back) \
+                and self.host is not None and found.length < found.branch:
+            found, load = self._host_prefix(key, space, found)
         fresh_tokens = self.pages_for(num_tokens - found.length)
         needs = self._needs(fresh_tokens, states=1)
-        self.pools.ensure_room(needs, self.tree.lock_preview(found.node, found.length))
+        room = needs if load is None else [a + b for a, b in zip(needs, load)]
+        self.pools.ensure_room(room, found.node, found.length)
         self.tree.touch(found)
         self._count_match(num_tokens, found, key, space,
                           None if max_match is None else self._key(packed))
         lock = None if found.node is None else self.tree.lock_match(found)
+        if load is not None and lock is not None:
+            self._start_load(lock, device_length, found.length)
         lease = Lease(self._owner, next(self._lease_ids), space, found.length, lock,
                       priority, ttl, [side.new_buffer() for side in self.sides], self.names)
         if lock is not None:
@@ -54,7 +65,17 @@ class Lifecycle(CacheBase):
         self.counters["checkpoints_used"] += lease.copy_state_from is not None
         self._leases[lease.id] = lease
         self.counters["admitted"] += 1
+        if self.host is not None:
+            self._admitted_with_host(lease, found)
         return lease
+
+    def _admitted_with_host(self, lease: Lease, found: TreeMatch) -> None:
+        host = self.host
+        assert host is not None
+        if self.tree.copying:
+            self._wait_for_loads(lease, found.path)
+        host.note_uses(found.path, inserted=False)
+        host.flush()
 
     # ------------------------------------------------------------------ running requests
 
@@ -67,6 +88,7 @@ class Lifecycle(CacheBase):
         :class:`OutOfSlotsError` with nothing changed.
         """
         self._check_active(lease)
+        self._check_ready(lease)
         packed = encode_tokens(tokens)
         start = lease.num_tokens
         end = start + len(packed) // TOKEN_BYTES
@@ -127,6 +149,7 @@ class Lifecycle(CacheBase):
         component that is the last checkpoint. Duplicate slots are freed and the lease's
         slots are rewritten to the tree's. Returns how many tokens the tree holds for it."""
         self._check_active(lease)
+        self._check_ready(lease)
         length = as_int("length", lease.num_tokens if length is None else length, 0,
                         lease.num_tokens)
         result = self._insert(lease, length)
@@ -148,6 +171,7 @@ class Lifecycle(CacheBase):
         last checkpoint), free its duplicates, its tail and its states, and unlock. Returns
         how many of its tokens the tree now holds."""
         self._check_active(lease)
+        self._check_ready(lease)
         result = self._insert(lease, lease.num_tokens)
         cached = lease.tree_owned if result is None else max(result.length, lease.tree_owned)
         self._release(lease, cached)
@@ -182,6 +206,8 @@ class Lifecycle(CacheBase):
             self.counters["checkpoints_created"] += side.after_insert(
                 buffer, result.length, freed)
         self.counters["inserted_tokens"] += result.new_length
+        if self.host is not None:
+            self._after_insert(result.node)
         return result
 
     def _close(self, lease: Lease, state: LeaseState, counter: str) -> None:

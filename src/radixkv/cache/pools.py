@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..core.node import Node
 from ..core.tree import TreeCore
 from ..errors import InvariantError, OutOfSlotsError
 from ..memory import SlotPool, SlotPoolConfig
@@ -18,6 +19,11 @@ class ComponentPools:
 
     def __init__(self, config: CacheConfig, tree: TreeCore) -> None:
         self.tree = tree
+        self.evictor: Callable[[Sequence[int]], list[int]] = self.evict
+        """How room is made: :meth:`evict`, or the host tier's stepwise eviction."""
+        self.settle: Callable[[], bool] | None = None
+        """Waits for copies in flight that hold values locked (the host tier's); True if
+        there were any. :meth:`ensure_room` calls it before it refuses."""
         self.pools = [
             SlotPool(SlotPoolConfig(capacity=shape.capacity, page_size=shape.page_size,
                                     name=name))
@@ -27,16 +33,30 @@ class ComponentPools:
     def __getitem__(self, index: int) -> SlotPool:
         return self.pools[index]
 
-    def ensure_room(self, needs: Sequence[int], pinned: Sequence[int] | None = None) -> None:
+    def ensure_room(self, needs: Sequence[int], lock_at: Node | None = None,
+                    lock_end: int = 0) -> None:
         """Raise :class:`OutOfSlotsError` unless, for every pool, free slots plus what
-        eviction could free (unlocked values, less ``pinned``: what a lock about to be taken
-        will protect) cover ``needs``. Pure; O(components)."""
-        tree = self.tree
+        eviction could free (unlocked values, less what a lock of ``[0, lock_end)`` at
+        ``lock_at``, about to be taken, will protect) cover ``needs``. Pure (but for waiting
+        on backups in flight, whose locks keep values from eviction); O(components), plus
+        O(depth) for the lock's preview when a pool is short."""
+        try:
+            self._check_room(needs, lock_at, lock_end)
+        except OutOfSlotsError:
+            if self.settle is None or not self.settle():
+                raise
+            self._check_room(needs, lock_at, lock_end)
+
+    def _check_room(self, needs: Sequence[int], lock_at: Node | None, lock_end: int) -> None:
+        tree, pinned = self.tree, None
         for index, (pool, need) in enumerate(zip(self.pools, needs)):
             if need <= pool.available:
                 continue
             evictable = tree.cached[index] - tree.protected[index]
-            if pinned is not None:
+            if lock_at is not None:
+                # bench admit: the preview is walked only when a pool is short
+                if pinned is None:
+                    pinned = tree.lock_preview(lock_at, lock_end)
                 evictable -= pinned[index]
             if pool.available + evictable < need:
                 raise OutOfSlotsError(
@@ -76,7 +96,14 @@ class ComponentPools:
             short = [max(0, need - pool.available) for pool, need in zip(self.pools, needs)]
             if not any(short):
                 break
-            self.free_all(self.tree.evict(short).freed)
+            self.evictor(short)
+
+    def evict(self, budgets: Sequence[int]) -> list[int]:
+        """Evict per component at least ``budgets[c]`` units and free them; what was
+        evicted per component."""
+        result = self.tree.evict(budgets)
+        self.free_all(result.freed)
+        return result.evicted
 
     def free_all(self, slots: Sequence[np.ndarray]) -> None:
         """Give each component's slots back to its pool. Only slots the cache holds come

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .direct import Direct
-from .lifecycle import Lifecycle
+from .polling import Polling
 
 
-class PrefixCache(Lifecycle, Direct):
+class PrefixCache(Polling, Direct):
     """Prefix cache of one serving engine: a radix tree over token ids plus its slot pools.
 
     Two ways in. Request life-cycle (leases): :meth:`admit` (match, lock, allocate) →
@@ -14,7 +14,10 @@ class PrefixCache(Lifecycle, Direct):
     (save a MAMBA state) / :meth:`slide_window` (release SWA slots that left the window) →
     :meth:`finish` or :meth:`abort`. Caller-held slots: :meth:`allocate` → :meth:`insert`
     or :meth:`release`. Plus :meth:`match`, :meth:`lock`/:meth:`unlock`, :meth:`evict`,
-    :meth:`stats`, :meth:`take_events`, :meth:`reset`, :meth:`check_invariants`.
+    :meth:`stats`, :meth:`take_events`, :meth:`reset`, :meth:`check_invariants`. With a
+    host tier (``CacheConfig(host=...)`` and a copy engine): :meth:`poll` / :meth:`wait`
+    apply the engine's acknowledgements, and ``admit(..., load_back=True)`` revives
+    host-only prefixes.
     Every method validates before it mutates: when it raises, the cache is as it was.
 
     Threads: a PrefixCache is single-threaded. One thread (the scheduler's) makes every

@@ -11,6 +11,7 @@ from ..core.types import NodeId
 
 if TYPE_CHECKING:
     from ..components import Component
+    from ..tiers.stats import HostStats
 
 PRIMARY = 0
 """Index of the primary component (FULL): the configuration lists it first."""
@@ -102,7 +103,9 @@ class CacheStats:
     tokens evicted for any reason, since the cache was built. Every queried token is either
     a hit, ``lost`` by a component (see :class:`ComponentStats`), ``capped_tokens`` (held,
     but past an admit's ``max_match``), or :attr:`unseen_tokens`. ``events_dropped``: KV
-    events discarded because the event queue was full."""
+    events discarded because the event queue was full. ``failed``: leases failed by a
+    load-back. ``host``: the host tier's ledgers and copy counters
+    (:class:`~radixkv.tiers.stats.HostStats`), ``None`` without one."""
 
     capacity: int
     available: int
@@ -116,12 +119,14 @@ class CacheStats:
     admitted: int = 0
     finished: int = 0
     aborted: int = 0
+    failed: int = 0
     inserted_tokens: int = 0
     evicted_tokens: int = 0
     checkpoints_created: int = 0
     checkpoints_used: int = 0
     capped_tokens: int = 0
     events_dropped: int = 0
+    host: HostStats | None = None
 
     @property
     def unseen_tokens(self) -> int:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import InvariantError
 from .node import Node
+from .tiers import DEVICE, HOST
 from .tree import TreeCore
 
 
@@ -24,6 +25,7 @@ def check_tree(tree: TreeCore) -> None:
         _fail(f"arena holds unreachable nodes {sorted(set(tree.nodes) - seen)[:5]}")
     _check_locks(tree)
     _check_queues(tree)
+    _check_host_queues(tree)
     _check_ledgers(tree)
     _check_holes(tree)
     _check_no_double_slots(tree)
@@ -104,6 +106,17 @@ def _check_queues(tree: TreeCore) -> None:
                 _fail(f"{component.name} parked node {node_id} is not a locked member")
 
 
+def _check_host_queues(tree: TreeCore) -> None:
+    for component, queue in zip(tree.components, tree.host_queues):
+        view = tree.view(component.index, HOST)
+        for node in tree.nodes.values():
+            member = queue.members.get(node.id)
+            if view.is_candidate(node) != (member is not None):
+                _fail(f"host {component.name} candidate set is wrong about node {node.id}")
+            if member is not None and not _key_ok(tree, member[0], queue.key_of(node)):
+                _fail(f"host {component.name} queue holds a stale key for node {node.id}")
+
+
 def _key_ok(tree: TreeCore, stored: tuple[int, ...], current: tuple[int, ...]) -> bool:
     """A stored key is exact, or with a monotone policy a lower bound re-keyed at pop."""
     return stored <= current if tree.policy.monotone else stored == current
@@ -119,6 +132,8 @@ def _check_ledgers(tree: TreeCore) -> None:
                     size = component.value_size(node)
                     cached += size
                     protected += size if node.locks[index] else 0
+            if tier != DEVICE:  # only the device tier keeps a protected ledger
+                protected = ledger.protected[index]
             if (cached, protected) != (ledger.cached[index], ledger.protected[index]):
                 _fail(
                     f"{component.name} ledger of tier {tier} says cached="

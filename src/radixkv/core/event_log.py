@@ -58,10 +58,10 @@ class EventLog:
         self.dropped_since_take = 0
         return events
 
-    def stored(self, node: Node) -> None:
-        """Announce ``node``'s pages as newly held (its parent was announced before). Cost:
-        one page hash per page not hashed yet (see :mod:`~radixkv.core.hashing`), the ids
-        and tokens in a few C calls."""
+    def stored(self, node: Node, medium: str | None = None) -> None:
+        """Announce ``node``'s pages as newly held on ``medium`` (default: the device's;
+        its parent was announced before). Cost: one page hash per page not hashed yet (see
+        :mod:`~radixkv.core.hashing`), the ids and tokens in a few C calls."""
         tree, hasher = self._tree, self.hasher
         digests = node.hashes
         if digests is None:
@@ -69,25 +69,25 @@ class EventLog:
         parent = node.parent
         assert parent is not None, "a root is never announced"
         head = None
-        if parent.parent is not None:
-            assert parent.hashes, "page_digests hashed every ancestor"
-            head = parent.hashes[-1]
+        if parent.parent is not None:  # hashed along with the node's own digests
+            head = (parent.hashes or page_digests(parent, tree.page_bytes, hasher))[-1]
         parent_hash, ids = hasher.ids(digests, head)  # the parent's id too, in one call
         if self._bigram or not NATIVE_U32:
             tokens = unpack_tokens(node.key, self._bigram)
         else:  # events: unpack_tokens' common case inline
             tokens = memoryview(node.key).cast("I").tolist()
-        event = block_stored(ids, parent_hash, tokens, tree.page_size, self._medium,
-                             node.namespace)
+        event = block_stored(ids, parent_hash, tokens, tree.page_size,
+                             self._medium if medium is None else medium, node.namespace)
         if self.dropped_since_take or len(self._events) >= self.limit:
             self.push(event)
         else:  # events: push()'s common case inline
             self._events.append(event)
 
-    def removed(self, node: Node) -> None:
+    def removed(self, node: Node, medium: str | None = None) -> None:
         """Announce that ``node``'s pages are no longer held, with the ids they were stored
         with."""
         hasher = self.hasher
         digests = page_digests(node, self._tree.page_bytes, hasher)
-        self.push(BlockRemoved(hasher.ids(digests)[1], self._tree.config.medium,
+        self.push(BlockRemoved(hasher.ids(digests)[1],
+                               self._tree.config.medium if medium is None else medium,
                                node.namespace))

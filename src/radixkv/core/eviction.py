@@ -1,29 +1,37 @@
-"""Eviction: free cached values in policy order, with the cascade between components."""
+"""Eviction: free cached values in policy order, with the cascade between components, on
+the device tier and (with two tiers) the host tier."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..errors import ConfigError
 from .node import Node
 from .state import TreeState
+from .tiers import DEVICE, HOST, PRIMARY
 from .types import TreeEvict
+
+Pause = Callable[[Node, int], bool]
+"""``pause(node, component)``: whether eviction must stop before evicting that value so the
+controller can first copy it to the host (write-back)."""
 
 
 class Evictor(TreeState):
     """Component ``c`` evicts from its own candidate queue; evicting its value on a node also
     evicts the values there of every component that depends on it (the cascade, from the
     specs' declarations: FULL → SWA → MAMBA), and a node its component calls useless
-    afterwards is removed whole."""
+    afterwards is removed whole — unless it holds host values: then it is *demoted* (its
+    device values go, the node stays, host-only once its primary device value is gone)."""
 
-    def evict(self, budgets: Sequence[int]) -> TreeEvict:
+    def evict(self, budgets: Sequence[int], pause: Pause | None = None) -> TreeEvict:
         """Evict, per component, at least ``budgets[c]`` (ledger units) in policy order, or
-        everything evictable. Returns the freed slots per component. Cost: O(log n) per
-        evicted node. Raises :class:`ConfigError` if ``budgets`` has the wrong length."""
-        if len(budgets) != len(self.components):
-            raise ConfigError(f"expected {len(self.components)} budgets, got {len(budgets)}")
+        everything evictable. Returns the freed slots per component. With ``pause``, stops
+        at the first candidate it names (``TreeEvict.paused``; nothing of it evicted) so the
+        controller can back it up and call again. Cost: O(log n) per evicted node. Raises
+        :class:`ConfigError` if ``budgets`` has the wrong length."""
+        self._check_budgets(budgets)
         freed: list[list[np.ndarray]] = [[] for _ in self.components]
         evicted = [0] * len(self.components)
         for component, queue in zip(self.components, self.queues):
@@ -35,8 +43,15 @@ class Evictor(TreeState):
                 if node.locks[index]:
                     queue.park(node)
                     continue
+                if pause is not None and pause(node, index):
+                    queue.add(node)
+                    return TreeEvict([self._join(p) for p in freed], evicted, node)
                 self._evict_node(node, index, freed, evicted)
         return TreeEvict([self._join(parts) for parts in freed], evicted)
+
+    def _check_budgets(self, budgets: Sequence[int]) -> None:
+        if len(budgets) != len(self.components):
+            raise ConfigError(f"expected {len(self.components)} budgets, got {len(budgets)}")
 
     def _evict_node(
         self, node: Node, first: int, freed: list[list[np.ndarray]], evicted: list[int]
@@ -47,9 +62,33 @@ class Evictor(TreeState):
             self._drop(node, index, "cascade", freed, evicted)
         if not self.components[first].removes_node(node):
             self._refresh(node)
+            if self.tiers > 1 and node.parent is not None and node.parent.parent is not None:
+                self._refresh(node.parent)  # host-only children: it may be a leaf now
+            return
+        if self.tiers > 1 and self._holds_host(node):
+            self._demote(node, first, freed, evicted)
             return
         for index in self._removal[first]:
             self._drop(node, index, "removal", freed, evicted)
+        self._remove_up(node, freed, evicted)
+
+    def _demote(
+        self, node: Node, first: int, freed: list[list[np.ndarray]], evicted: list[int]
+    ) -> None:
+        """Keep a node with host values that eviction would have removed: without its
+        primary device value it keeps no device value at all (host-only)."""
+        if node.values[PRIMARY] is None:
+            for index in self._removal[first]:
+                self._drop(node, index, "removal", freed, evicted)
+        self._refresh(node)
+        parent = node.parent
+        if parent is not None and parent.parent is not None:
+            self._refresh(parent)  # it may have become a device leaf
+
+    def _remove_up(
+        self, node: Node, freed: list[list[np.ndarray]], evicted: list[int]
+    ) -> None:
+        """Remove ``node`` (it holds nothing more), then every ancestor made useless."""
         parent = node.parent
         self._remove(node)
         while parent is not None and self._useless(parent):
@@ -58,33 +97,45 @@ class Evictor(TreeState):
             node, parent = parent, parent.parent
             self._remove(node)
 
+    def _holds_host(self, node: Node) -> bool:
+        count = len(self.components)
+        return any(value is not None for value in node.values[count : 2 * count])
+
     def _useless(self, node: Node) -> bool:
-        """An unlocked leaf (not a root) that some component can never end a match in."""
+        """An unlocked leaf (not a root) that some component can never end a match in (a
+        node holding host values is kept for load-back)."""
         if node.parent is None or node.children or any(node.locks) or node.id not in self.nodes:
+            return False
+        if self.tiers > 1 and self._holds_host(node):
             return False
         return any(component.useless_leaf(node) for component in self.components)
 
     def _drop(
         self, node: Node, index: int, reason: str, freed: list[list[np.ndarray]],
-        evicted: list[int],
+        evicted: list[int], tier: int = DEVICE,
     ) -> None:
-        value = node.values[index]
+        slot = tier * len(self.components) + index
+        value = node.values[slot]
         if value is None:
             return
         component = self.components[index]
         if self.log.enabled and component.publishes_events:
-            self.log.removed(node)
+            self.log.removed(node, self.config.medium if tier == DEVICE else "CPU")
         size = component.value_size(node)
-        self.cached[index] -= size
-        if node.locks[index]:
-            self.protected[index] -= size
-        self.evicted[index][reason] += size
+        ledger = self.ledgers[tier]
+        ledger.cached[index] -= size
+        if tier == DEVICE:
+            if node.locks[index]:
+                ledger.protected[index] -= size
+            self.evicted[index][reason] += size
+        else:
+            self.host_evicted[index][reason] += size
         evicted[index] += size
         freed[index].append(value)
         values = node.values.copy()  # a new list: match results keep the old one (see Node)
-        values[index] = None
+        values[slot] = None
         node.values = values
-        self.holes[index] += 1
+        ledger.holes[index] += 1
 
     def _remove(self, node: Node) -> None:
         """Unlink a node that holds no value and has no children."""
@@ -92,9 +143,10 @@ class Evictor(TreeState):
         assert parent is not None and not node.children
         del parent.children[node.key[: self.page_bytes]]
         del self.nodes[node.id]
-        for index in range(len(self.components)):
-            self.holes[index] -= 1
-        for queue in self.queues:
+        for ledger in self.ledgers:
+            for index in range(len(self.components)):
+                ledger.holes[index] -= 1
+        for queue in (*self.queues, *self.host_queues):
             queue.discard(node)
         if parent.parent is None and not parent.children:
             self._drop_root(parent)
@@ -105,3 +157,45 @@ class Evictor(TreeState):
         """Forget an empty namespace (per-request salts would otherwise pile up roots)."""
         del self.roots[root.namespace]
         del self.nodes[root.id]
+
+    # ------------------------------------------------------------------ host tier
+
+    def evict_host(self, budgets: Sequence[int]) -> TreeEvict:
+        """Evict host values, per component at least ``budgets[c]`` (ledger units), in the
+        host order (the primary's: host-only nodes first, each in policy order), skipping
+        locked nodes (a lock protects every tier, and an in-flight copy holds one). The
+        cascade applies on the host tier; a host-only node that loses its primary host
+        value is removed. Returns the freed host slots per component. Cost: O(log n) per
+        node. Raises :class:`ConfigError` for the wrong number of budgets."""
+        self._check_budgets(budgets)
+        freed: list[list[np.ndarray]] = [[] for _ in self.components]
+        evicted = [0] * len(self.components)
+        for index, queue in enumerate(self.host_queues):
+            skipped = []
+            while evicted[index] < budgets[index]:
+                node = queue.pop()
+                if node is None:
+                    break
+                if node.locks[index]:
+                    skipped.append(node)
+                    continue
+                self._evict_host_node(node, index, freed, evicted)
+            for node in skipped:
+                queue.add(node)
+        return TreeEvict([self._join(parts) for parts in freed], evicted)
+
+    def _evict_host_node(
+        self, node: Node, first: int, freed: list[list[np.ndarray]], evicted: list[int]
+    ) -> None:
+        self._drop(node, first, "budget", freed, evicted, HOST)
+        for index in self.cascade[first]:
+            self._drop(node, index, "cascade", freed, evicted, HOST)
+        if node.values[PRIMARY] is None and node.values[len(self.components) + PRIMARY] is None:
+            for index in range(len(self.components)):
+                self._drop(node, index, "removal", freed, evicted, HOST)
+            self._remove_up(node, freed, evicted)
+            return
+        self._refresh(node)
+        parent = node.parent
+        if parent is not None and parent.parent is not None:
+            self._refresh(parent)  # it may have become a host leaf

@@ -91,7 +91,7 @@ class Inserter(TreeState):
                 changed[node.id] = node
             freed.append(duplicates)
         if not self.policy.monotone:
-            for queue in self.queues:
+            for queue in (*self.queues, *self.host_queues):
                 for node in path:
                     queue.touch(node)
         for node in list(changed.values()):
@@ -129,28 +129,14 @@ class Inserter(TreeState):
         # bench insert: without checkpoints the list is just [limit], nothing to sort
         return limit, cuts if len(cuts) == 1 else sorted(set(cuts))
 
-    def _common_prefix(self, edge: bytes, key: bytes, pos: int, stop: int) -> int:
-        """Bytes shared by ``edge`` and ``key[pos:stop]`` (whole pages, at least the first),
-        found by halving: only the still-unknown middle segment is compared each round."""
-        page_bytes = self.page_bytes
-        low = 1
-        high = min(len(edge), stop - pos) // page_bytes
-        while low < high:
-            mid = (low + high + 1) // 2
-            a, b = low * page_bytes, mid * page_bytes
-            if edge[a:b] == key[pos + a : pos + b]:
-                low = mid
-            else:
-                high = mid - 1
-        return low * page_bytes
-
     def _add_leaf(self, parent: Node, key: bytes, priority: int, ttl: int) -> Node:
         leaf = Node(next(self._ids), parent, key, parent.end, len(key) // self.unit,
-                    len(self.components), parent.namespace)
+                    len(self.components), parent.namespace, self.tiers)
         leaf.created = leaf.last_access = self.tick
         leaf.priority, leaf.ttl = priority, ttl
         parent.children[key[: self.page_bytes]] = leaf
         self.nodes[leaf.id] = leaf
-        for index in range(len(self.components)):
-            self.holes[index] += 1
+        for ledger in self.ledgers:
+            for index in range(len(self.components)):
+                ledger.holes[index] += 1
         return leaf

@@ -6,8 +6,6 @@ from typing import Any
 
 import numpy as np
 
-from .tiers import TIERS
-
 
 class Node:
     """One radix-tree edge and the node it ends in.
@@ -54,6 +52,7 @@ class Node:
         length: int,
         num_components: int,
         namespace: Any,
+        tiers: int = 1,
     ) -> None:
         self.id = node_id
         self.parent = parent
@@ -61,7 +60,7 @@ class Node:
         self.key = key
         self.start = start
         self.length = length
-        self.values: list[np.ndarray | None] = [None] * (num_components * TIERS)
+        self.values: list[np.ndarray | None] = [None] * (num_components * tiers)
         self.locks: list[int] = [0] * num_components
         self.last_access = 0
         self.created = 0

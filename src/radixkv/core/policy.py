@@ -129,6 +129,19 @@ def make_policy(name: str) -> EvictionPolicy:
     return cls()
 
 
+class HostOnlyFirst(EvictionPolicy):
+    """The host order of the primary component (component 0): host-only nodes first, then
+    the host copies of nodes also on device, each in the inner policy's order."""
+
+    def __init__(self, inner: EvictionPolicy) -> None:
+        self._inner = inner.key
+        self.monotone = inner.monotone  # type: ignore[misc]
+        self.name = inner.name  # type: ignore[misc]
+
+    def key(self, node: Node) -> SortKey:
+        return (0 if node.values[0] is None else 1, *self._inner(node))
+
+
 class EvictionQueue:
     """The eviction candidates of one component, in policy order.
 
@@ -157,6 +170,10 @@ class EvictionQueue:
 
     def __contains__(self, node: Node) -> bool:
         return node.id in self.members
+
+    def key_of(self, node: Node) -> SortKey:
+        """``node``'s current key in this queue's order; pure."""
+        return self._key(node)
 
     def add(self, node: Node) -> None:
         """Insert ``node`` or re-key it if present."""

@@ -14,9 +14,9 @@ from .config import TreeConfig
 from .event_log import EventLog
 from .keys import TOKEN_BYTES, Namespace
 from .node import Node
-from .policy import EvictionQueue, make_policy
-from .tiers import DEVICE, TIER_NAMES, TIERS, value_slot
-from .types import Lock
+from .policy import EvictionQueue, HostOnlyFirst, make_policy
+from .tiers import DEVICE, HOST, PRIMARY, value_slot
+from .types import InFlight, Lock
 
 if TYPE_CHECKING:  # components import the node module of this package
     from ..components.base import Component
@@ -104,11 +104,14 @@ class TreeState:
         self.unit = 2 * TOKEN_BYTES if config.bigram else TOKEN_BYTES
         self.page_bytes = self.page_size * self.unit
         self.components = list(components)
+        self.tiers = config.tiers
+        self.width = len(self.components) * self.tiers
+        """Slots of ``Node.values``: one per component and tier."""
         for index, component in enumerate(self.components):
             component.bind(index, config.page_size)
         self._views = [self.components] + [
             [_bound(c, value_slot(c.index, tier, len(self.components))) for c in self.components]
-            for tier in range(1, TIERS)]
+            for tier in range(1, self.tiers)]
         self._slot_views = [view for views in self._views for view in views]
         """Per slot of ``Node.values``, the component view that reads it."""
         self.depends = _dependencies(self.components)
@@ -128,12 +131,20 @@ class TreeState:
         self._never_whole = [c for c in self.components if not c.whole_when_complete]
         """Components whose usable_length a match always asks (MAMBA)."""
         self.queues = [EvictionQueue(self.policy) for _ in self.components]
+        self.host_queues = [] if self.tiers == 1 else [
+            EvictionQueue(HostOnlyFirst(self.policy) if index == PRIMARY else self.policy)
+            for index in range(len(self.components))]
+        """Per component, the candidates for host eviction (none without a host tier)."""
+        self.copying: dict[int, list[InFlight]] = {}
+        """Node id -> the in-flight copies writing to the node (see :class:`InFlight`)."""
         self._parked = [queue.parked for queue in self.queues]
         self.log = EventLog(self, config.events, config.event_queue_limit)
         self._owner = object()
         self._ids = _NODE_IDS
         self._lock_ids = itertools.count(1)
         self.evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
+        self.host_evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
+        """As :attr:`evicted`, for host values."""
         self._init_state()
 
     def _init_state(self) -> None:
@@ -141,7 +152,7 @@ class TreeState:
         self.roots: dict[Namespace, Node] = {}
         self.nodes: dict[int, Node] = {}
         self.live_locks: dict[int, Lock] = {}
-        self.ledgers = [TierLedger(count) for _ in TIER_NAMES]
+        self.ledgers = [TierLedger(count) for _ in range(self.tiers)]
         """Per tier, the size ledgers and hole counts of its values."""
         device = self.ledgers[DEVICE]
         # bench insert/match_prefix: the device ledger's lists under short names
@@ -167,7 +178,8 @@ class TreeState:
         Only an insert that caches something creates one; eviction drops empty ones."""
         root = self.roots.get(namespace)
         if root is None:
-            root = Node(next(self._ids), None, b"", 0, 0, len(self.components), namespace)
+            root = Node(next(self._ids), None, b"", 0, 0, len(self.components), namespace,
+                        self.tiers)
             self.roots[namespace] = root
             self.nodes[root.id] = root
         return root
@@ -198,7 +210,9 @@ class TreeState:
 
     def _set_value(self, node: Node, index: int, value: np.ndarray, tier: int = DEVICE) -> None:
         """Give ``node`` a value of component ``index`` it lacks on ``tier`` (filled in
-        place: see :class:`Node`), with its ledger."""
+        place: see :class:`Node`), with its ledger (``protected`` is kept for the device
+        tier only; device values publish events, host values are announced by the
+        controller once their copy is acknowledged)."""
         slot = value_slot(index, tier, len(self.components))
         assert node.values[slot] is None, "a value is never replaced in place"
         node.values[slot] = value
@@ -206,15 +220,27 @@ class TreeState:
         ledger.holes[index] -= 1
         size = self.components[index].value_size(node)
         ledger.cached[index] += size
-        if node.locks[index]:
-            ledger.protected[index] += size
-        if self.log.enabled and self.components[index].publishes_events:
-            self.log.stored(node)
+        if tier == DEVICE:
+            if node.locks[index]:
+                ledger.protected[index] += size
+            if self.log.enabled and self.components[index].publishes_events:
+                self.log.stored(node)
 
     def _refresh(self, node: Node) -> None:
         """Put ``node`` in or out of each component's candidate queue."""
         for index in range(len(self.components)):
             self._refresh_component(node, index)
+        if self.host_queues:
+            self._refresh_host(node)
+
+    def _refresh_host(self, node: Node) -> None:
+        """Put ``node`` in or out of each host candidate queue (re-keyed: whether it is
+        host-only is part of the primary's host order)."""
+        for view, queue in zip(self._views[HOST], self.host_queues):
+            if view.is_candidate(node):
+                queue.add(node)
+            elif node.id in queue.members:
+                queue.discard(node)
 
     def _refresh_component(self, node: Node, index: int) -> None:
         queue = self.queues[index]
@@ -231,7 +257,7 @@ class TreeState:
         parent = node.parent
         assert parent is not None
         upper = Node(next(self._ids), parent, node.key[:cut], node.start, upper_length,
-                     len(self.components), node.namespace)
+                     len(self.components), node.namespace, self.tiers)
         halves = [view.split_value(value, upper_length)
                   for view, value in zip(self._slot_views, node.values)]
         upper.values = [upper_value for upper_value, _ in halves]
@@ -252,9 +278,29 @@ class TreeState:
         parent.children[upper.key[: self.page_bytes]] = upper
         upper.children[node.key[: self.page_bytes]] = node
         self.nodes[upper.id] = upper
+        if self.copying and node.id in self.copying:  # the in-flight records follow the split
+            records = self.copying[node.id]
+            self.copying[upper.id] = list(records)
+            for record in records:
+                record.follow(node, upper, len(self.components))
         self._refresh(upper)
         self._refresh(node)
         return upper
+
+    def _common_prefix(self, edge: bytes, key: bytes, pos: int, stop: int) -> int:
+        """Bytes shared by ``edge`` and ``key[pos:stop]`` (whole pages, at least the first),
+        found by halving: only the still-unknown middle segment is compared each round."""
+        page_bytes = self.page_bytes
+        low = 1
+        high = min(len(edge), stop - pos) // page_bytes
+        while low < high:
+            mid = (low + high + 1) // 2
+            a, b = low * page_bytes, mid * page_bytes
+            if edge[a:b] == key[pos + a : pos + b]:
+                low = mid
+            else:
+                high = mid - 1
+        return low * page_bytes
 
     @staticmethod
     def _join(parts: list[np.ndarray]) -> np.ndarray:

@@ -19,6 +19,7 @@ from .insertion import Inserter
 from .keys import Namespace
 from .locking import Locker
 from .node import Node
+from .tiering import Tiering
 from .types import NodeId, TreeMatch
 
 
@@ -33,7 +34,7 @@ def _present(path: Sequence[Node], index: int) -> list[np.ndarray]:
     return values
 
 
-class TreeCore(Inserter, Locker, Evictor):
+class TreeCore(Inserter, Locker, Evictor, Tiering):
     """A radix tree of pages of key elements with per-component values.
 
     Keys are ``bytes`` of whole pages (``page_size * unit`` bytes a page; ``unit`` is 4, or 8
@@ -108,6 +109,9 @@ class TreeCore(Inserter, Locker, Evictor):
         if self.policy.monotone:  # bench match_prefix: queues re-key lazily at pop
             return
         last = path[-1]
+        for queue in self.host_queues:
+            for node in path:
+                queue.touch(node)
         for component, queue in zip(self.components, queues):
             # bench match_prefix: a leaf-only component can only hold the last node
             leaf_only = component.leaf_candidates and not self.holes[component.index]
@@ -146,13 +150,15 @@ class TreeCore(Inserter, Locker, Evictor):
     # ------------------------------------------------------------------ reset / events
 
     def reset(self) -> list[np.ndarray]:
-        """Drop every node and lock; return per component every slot the tree held.
+        """Drop every node and lock; return per component every device slot the tree held
+        (the caller resets its host pools whole).
 
         Handles stay unique afterwards (ids keep counting); old handles and receipts become
         stale. Queues AllBlocksCleared when events are on."""
         held = [self.all_values(index) for index in range(len(self.components))]
-        for queue in self.queues:
+        for queue in (*self.queues, *self.host_queues):
             queue.clear()
+        self.copying.clear()
         self._init_state()
         if self.log.enabled:
             self.log.push(AllBlocksCleared())

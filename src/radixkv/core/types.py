@@ -58,6 +58,28 @@ class TreeMatch:
                 f"branch={self.branch})")
 
 
+class InFlight:
+    """An in-flight copy as the tree tracks it: the nodes it writes to on ``tier`` (its
+    destination) and, per node, the components whose values it writes. The tree keeps every
+    node of a live record; a split adds the new upper half with its origin's components (the
+    record follows the split, for the values the split gave that half), so acknowledging or
+    failing the copy reaches every half."""
+
+    __slots__ = ("nodes", "ticket", "tier")
+
+    def __init__(self, ticket: int, tier: int) -> None:
+        self.ticket = ticket
+        self.tier = tier
+        self.nodes: dict[int, tuple[Node, tuple[int, ...]]] = {}
+
+    def follow(self, origin: Node, upper: Node, count: int) -> None:
+        """``origin`` was split and ``upper`` is its new upper half (``count``: components):
+        it takes the origin's components whose value the split gave it."""
+        base = self.tier * count
+        indices = tuple(i for i in self.nodes[origin.id][1] if upper.values[base + i] is not None)
+        self.nodes[upper.id] = (upper, indices)
+
+
 @dataclass(frozen=True, slots=True)
 class TreeInsert:
     """Outcome of an insert: the node where the inserted key ends (``None`` when nothing was
@@ -73,7 +95,9 @@ class TreeInsert:
 
 @dataclass(frozen=True, slots=True)
 class TreeEvict:
-    """Outcome of an eviction: per component the slots freed and the ledger size evicted."""
+    """Outcome of an eviction: per component the slots freed and the ledger size evicted;
+    ``paused``: the node eviction stopped at (its value must be copied first), if any."""
 
     freed: list[np.ndarray]
     evicted: list[int]
+    paused: Node | None = None

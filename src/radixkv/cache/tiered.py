@@ -1,0 +1,77 @@
+"""The host tier as the request life-cycle sees it: load-back at admission (a base of the
+life-cycle) and leases that wait for their copies."""
+
+from __future__ import annotations
+
+from ..core.keys import Namespace
+from ..core.node import Node
+from ..core.tiers import DEVICE
+from ..core.types import Lock, TreeMatch
+from ..errors import LeaseError
+from ..tiers.host import CopyRecord
+from .base import CacheBase
+from .lease import Lease, LeaseState
+
+
+class LoadBack(CacheBase):
+    """The load-back half of admit, and the readiness check of running leases."""
+
+    def _on_copy(self, record: CopyRecord, ok: bool) -> None:
+        """A batch is about to be applied: a lease waiting for it is ready once it waits for
+        nothing more, and fails (its slots freed, its lock released) if the copy failed."""
+        for lease in self._waiting.pop(record.ticket, ()):
+            if lease.state is not LeaseState.ACTIVE:
+                continue
+            if ok:
+                lease.waiting.discard(record.ticket)
+                if not lease.waiting:
+                    self._changed.append(lease)
+            else:
+                self._fail(lease)
+                self._changed.append(lease)
+
+    def _fail(self, lease: Lease) -> None:
+        lease.waiting.clear()
+        self._release(lease, lease.tree_owned)
+        self._close(lease, LeaseState.FAILED, "failed")
+
+    def _release(self, lease: Lease, cached: int) -> None:
+        raise NotImplementedError  # the life-cycle's
+
+    def _close(self, lease: Lease, state: LeaseState, counter: str) -> None:
+        raise NotImplementedError  # the life-cycle's
+
+    def _check_ready(self, lease: Lease) -> None:
+        if lease.waiting:
+            raise LeaseError(f"lease {lease.id} waits for its load-back "
+                             f"(tickets {sorted(lease.waiting)}): poll() until lease.ready")
+
+    # ------------------------------------------------------------------ admission
+
+    def _host_prefix(self, key: bytes, space: Namespace, found: TreeMatch
+                     ) -> tuple[TreeMatch, list[int] | None]:
+        """The longer prefix host values make usable, with the device slots its load-back
+        needs per component; ``found`` and ``None`` when the host adds nothing. Pure."""
+        host = self.host
+        assert host is not None
+        merged = self.tree.host_match(key, space)
+        if merged.length <= found.length or merged.node is None:
+            return found, None
+        return merged, host.load_sizes(merged.node, merged.length)
+
+    def _start_load(self, lock: Lock, device_length: int, length: int) -> None:
+        """Submit the load-back of the locked prefix (its device room was ensured)."""
+        host = self.host
+        assert host is not None
+        if host.load(lock.node) is not None:
+            host.counters.load_requests += 1
+            host.counters.host_hit_tokens += length - device_length
+
+    def _wait_for_loads(self, lease: Lease, path: list[Node]) -> None:
+        """Make ``lease`` wait for every load-back writing to a node of its prefix."""
+        copying = self.tree.copying
+        for node in path:
+            for record in copying.get(node.id, ()):
+                if record.tier == DEVICE and record.ticket not in lease.waiting:
+                    lease.waiting.add(record.ticket)
+                    self._waiting.setdefault(record.ticket, []).append(lease)

@@ -1,0 +1,199 @@
+"""The tree's side of the host tier: what to back up, what a prefix can use once host values
+count, what a load-back must copy, and placing or taking back values around a copy.
+
+The tree never copies: these operations name nodes and values, and the controller moves
+the bytes (through its copy engine) and tells the tree when a copy is acknowledged. Pure
+unless they say otherwise; each costs O(path depth x components).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from .keys import Namespace
+from .node import Node
+from .state import TreeState
+from .tiers import DEVICE, HOST, PRIMARY
+from .types import InFlight, TreeMatch
+
+Planned = list[tuple[Node, tuple[int, ...]]]
+"""Nodes (top-down) with the components whose value a copy moves for each."""
+
+
+class _Merged:
+    """A node as a component's match rules see it when either tier's value counts."""
+
+    __slots__ = ("end", "length", "start", "values")
+
+    def __init__(self, node: Node, count: int) -> None:
+        values = node.values
+        self.values = [values[i] if values[i] is not None else values[count + i]
+                       for i in range(count)]
+        self.start, self.length, self.end = node.start, node.length, node.start + node.length
+
+
+class Tiering(TreeState):
+    """Host-tier operations of a tree with two tiers (see :mod:`radixkv.core.tiers`)."""
+
+    def host_value(self, node: Node, index: int) -> np.ndarray | None:
+        return node.values[len(self.components) + index]
+
+    def backup_plan(self, nodes: Iterable[Node]) -> Planned:
+        """What backing up ``nodes`` copies to the host: each live node and every ancestor
+        without a host copy of the primary (the host set stays closed towards the root),
+        top-down, with the components it holds on device but not on the host. Pure."""
+        count, chosen = len(self.components), set()
+        order: list[Node] = []
+        for node in nodes:
+            chain = []
+            current: Node | None = node
+            while current is not None and current.parent is not None and \
+                    current.id not in chosen and self.nodes.get(current.id) is current:
+                if current is node or current.values[count + PRIMARY] is None:
+                    chain.append(current)
+                    chosen.add(current.id)
+                current = current.parent
+            order.extend(reversed(chain))
+        order.sort(key=lambda n: n.start)  # parents before children: events stay ordered
+        planned = []
+        for node in order:
+            missing = tuple(i for i in range(count) if node.values[i] is not None
+                            and node.values[count + i] is None)
+            if missing:
+                planned.append((node, missing))
+        return planned
+
+    def host_match(self, key: bytes, namespace: Namespace) -> TreeMatch:
+        """The longest prefix of ``key`` usable by every component when host values count
+        as well as device ones (the match rules run on the merged values); never touches
+        recency or structure."""
+        node = self.roots.get(namespace)
+        if node is None:
+            return TreeMatch(0, None, [], 0)
+        path, pos = self._walk(node, key)
+        branch = pos // self.unit
+        count = len(self.components)
+        merged = [_Merged(n, count) for n in path]
+        length = branch
+        while True:
+            candidate = length
+            for component in self.components:
+                candidate = component.usable_length(merged, candidate)  # type: ignore[arg-type]
+            if candidate == length:
+                break
+            length = candidate
+        path = [n for n in path if n.start < length]
+        return TreeMatch(length, path[-1] if path else None, path, branch)
+
+    def _walk(self, node: Node, key: bytes) -> tuple[list[Node], int]:
+        page_bytes, pos, path = self.page_bytes, 0, []
+        end = len(key) - len(key) % page_bytes
+        while pos < end:
+            child = node.children.get(key[pos : pos + page_bytes])
+            if child is None:
+                break
+            path.append(child)
+            if not key.startswith(child.key, pos):
+                pos += self._common_prefix(child.key, key, pos, end)
+                break
+            pos += len(child.key)
+            node = child
+        return path, pos
+
+    def load_plan(self, node: Node, end: int) -> Planned:
+        """What a load-back of the prefix ``[0, end)`` ending in ``node`` (a node boundary:
+        lock it first) copies to the device: per node, the components whose rules need its
+        value (the nodes a lock pins for them) that it holds on the host only. Pure."""
+        count = len(self.components)
+        needs: dict[int, tuple[Node, list[int]]] = {}
+        for component in self.components:
+            index = component.index
+            boundary = component.lock_boundary(node, end)
+            current = node
+            while current.parent is not None and current.start >= boundary:
+                if current.values[index] is None and current.values[count + index] is not None:
+                    needs.setdefault(current.id, (current, []))[1].append(index)
+                current = current.parent
+        ordered = sorted(needs.values(), key=lambda entry: entry[0].start)
+        return [(n, tuple(sorted(indices))) for n, indices in ordered]
+
+    # ------------------------------------------------------------------ around a copy
+
+    def track(self, record: InFlight, planned: Planned) -> None:
+        """Record that ``record``'s copy writes ``planned``'s values (placed already);
+        mutates only the tracking (O(nodes))."""
+        for node, indices in planned:
+            record.nodes[node.id] = (node, indices)
+            self.copying.setdefault(node.id, []).append(record)
+
+    def untrack(self, record: InFlight) -> None:
+        """Forget ``record`` (its copy was acknowledged or failed)."""
+        for node_id in record.nodes:
+            records = self.copying.get(node_id)
+            if records is not None and record in records:
+                records.remove(record)
+                if not records:
+                    del self.copying[node_id]
+
+    def place(self, node: Node, index: int, tier: int, value: np.ndarray) -> None:
+        """Give ``node`` component ``index``'s ``value`` on ``tier`` (a copy's destination:
+        the controller copies into it); mutates values, ledgers and queues."""
+        self._set_value(node, index, value, tier)
+        self._refresh(node)
+        if node.parent is not None and node.parent.parent is not None:
+            self._refresh(node.parent)  # its leaf status on that tier may change
+
+    def take_back(self, node: Node, index: int, tier: int) -> np.ndarray | None:
+        """Remove component ``index``'s value from ``node`` on ``tier`` without counting an
+        eviction (a copy into it failed) and return it to be freed; mutates."""
+        slot = tier * len(self.components) + index
+        value = node.values[slot]
+        if value is None:
+            return None
+        ledger = self.ledgers[tier]
+        size = self.components[index].value_size(node)
+        ledger.cached[index] -= size
+        if tier == DEVICE and node.locks[index]:
+            ledger.protected[index] -= size
+        if tier == DEVICE and self.log.enabled and self.components[index].publishes_events:
+            self.log.removed(node)
+        values = node.values.copy()  # a new list: see Node
+        values[slot] = None
+        node.values = values
+        ledger.holes[index] += 1
+        self._refresh(node)
+        if node.parent is not None and node.parent.parent is not None:
+            self._refresh(node.parent)
+        return value
+
+    def announce_host(self, nodes: Sequence[Node]) -> None:
+        """Publish BlockStored on the host medium for ``nodes`` (top-down) that hold a
+        host value of an event-publishing component (a backup was acknowledged)."""
+        if not self.log.enabled:
+            return
+        count = len(self.components)
+        publishing = [c.index for c in self.components if c.publishes_events]
+        for node in sorted(nodes, key=lambda n: n.start):
+            if self.nodes.get(node.id) is node and any(
+                    node.values[count + i] is not None for i in publishing):
+                self.log.stored(node, "CPU")
+
+    def protected_on(self, tier: int) -> list[int]:
+        """Per component, the size of ``tier``'s values on nodes it has locked; O(nodes)."""
+        if tier == DEVICE:
+            return list(self.protected)
+        count, sizes = len(self.components), [0] * len(self.components)
+        for node in list(self.nodes.values()):  # one C-level copy: safe against a mutator
+            for component in self.components:
+                index = component.index
+                if node.locks[index] and node.values[tier * count + index] is not None:
+                    sizes[index] += component.value_size(node)
+        return sizes
+
+    def all_host_values(self, index: int) -> np.ndarray:
+        """Every host slot component ``index`` holds in the tree, concatenated; O(nodes)."""
+        slot = HOST * len(self.components) + index
+        parts = [n.values[slot] for n in self.nodes.values()]
+        return self._join([part for part in parts if part is not None])

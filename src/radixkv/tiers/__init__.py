@@ -1,0 +1,16 @@
+"""Tiers below device memory: the host-memory tier (L2) and its copy engines."""
+
+from .config import WRITE_POLICIES, HostTier
+from .copy_engine import Completion, Copy, CopyEngine, Direction
+from .numpy_engine import NumpyCopyConfig, NumpyCopyEngine
+
+__all__ = [
+    "WRITE_POLICIES",
+    "Completion",
+    "Copy",
+    "CopyEngine",
+    "Direction",
+    "HostTier",
+    "NumpyCopyConfig",
+    "NumpyCopyEngine",
+]

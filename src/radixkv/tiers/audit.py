@@ -1,0 +1,67 @@
+"""Audit of the host tier: both tiers' rules, the host pools and the copies in flight.
+Read-only; O(nodes + slots)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.tiers import PRIMARY
+from ..core.tree import TreeCore
+from ..errors import InvariantError
+from .host import HostTierController
+
+
+def _fail(message: str) -> None:
+    raise InvariantError(message)
+
+
+def check_host(host: HostTierController, tree: TreeCore) -> None:
+    """Raise :class:`InvariantError` on the first inconsistency of the host tier."""
+    _check_tier_rules(tree)
+    for index, pool in enumerate(host.pools):
+        held = tree.all_host_values(index)
+        if np.unique(held).size != held.size:
+            _fail(f"host {tree.components[index].name}: a host slot is held by two nodes")
+        pool.check(held)
+    _check_records(host, tree)
+
+
+def _check_tier_rules(tree: TreeCore) -> None:
+    count = len(tree.components)
+    for node in tree.nodes.values():
+        parent = node.parent
+        if parent is None:
+            continue
+        device, host = node.values[PRIMARY], node.values[count + PRIMARY]
+        if device is None and host is None:
+            _fail(f"node {node.id} holds its primary value on no tier")
+        if device is None and any(v is not None for v in node.values[:count]):
+            _fail(f"host-only node {node.id} holds a device value")
+        if parent.parent is not None:
+            if device is not None and parent.values[PRIMARY] is None:
+                _fail(f"node {node.id} is on device below host-only node {parent.id}")
+            if host is not None and parent.values[count + PRIMARY] is None:
+                _fail(f"node {node.id} is on the host below node {parent.id}, which is not")
+
+
+def _check_records(host: HostTierController, tree: TreeCore) -> None:
+    tracked: dict[int, int] = {}
+    for ticket, record in host.records.items():
+        for lock in record.locks:
+            tree.check_receipt(lock)
+        for node_id, (node, indices) in record.nodes.items():
+            if tree.nodes.get(node_id) is not node:
+                _fail(f"copy {ticket} writes to node {node_id}, which is gone")
+            if not any(node.locks):
+                _fail(f"copy {ticket} writes to node {node_id}, which is not locked")
+            for index in indices:
+                if tree.value(node, index, record.tier) is None:
+                    _fail(f"copy {ticket} writes a value node {node_id} does not hold")
+            tracked[node_id] = tracked.get(node_id, 0) + 1
+    for node_id, records in tree.copying.items():
+        if tracked.get(node_id) != len(records) or any(
+                r.ticket not in host.records for r in records):
+            _fail(f"node {node_id} is tracked by copies the controller does not hold")
+    if len(tracked) != len(tree.copying):
+        _fail("the tree tracks fewer nodes in flight than the controller's copies write")
+

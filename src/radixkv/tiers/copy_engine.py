@@ -1,0 +1,70 @@
+"""The copy engine interface: how the cache asks the engine to move KV between tiers.
+
+The cache never copies bytes itself. It submits a batch of copies, gets a ticket, and is
+told later (by :meth:`CopyEngine.poll` or :meth:`CopyEngine.wait`) whether the batch
+completed; until then the nodes involved stay locked, so no slot a copy reads or writes is
+freed or reused. An engine implements the two abstract methods over its own buffers (one
+per component and tier, first axis = slot); :class:`~radixkv.tiers.NumpyCopyEngine`
+ships for tests, the reference model and the simulator.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class Direction(enum.Enum):
+    TO_HOST = "device_to_host"
+    """A backup: device slots are read, host slots written."""
+    TO_DEVICE = "host_to_device"
+    """A load-back: host slots are read, device slots written."""
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """Copy the rows ``source`` of ``component``'s buffer on the source tier into the rows
+    ``destination`` (same length) of its buffer on the other tier."""
+
+    component: str
+    direction: Direction
+    source: np.ndarray
+    destination: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A batch that finished: ``ok`` is False when any copy of it failed (its destination
+    then holds nothing usable)."""
+
+    ticket: int
+    ok: bool
+
+
+class CopyEngine(ABC):
+    """What a serving engine implements to move KV between device and host memory."""
+
+    @abstractmethod
+    def submit(self, copies: Sequence[Copy]) -> int:
+        """Start the batch ``copies`` (asynchronously, or at once) and return its ticket, an
+        int unique for this engine. Must not raise once the batch is accepted: report a
+        failure through the batch's :class:`Completion` instead."""
+
+    @abstractmethod
+    def poll(self) -> list[Completion]:
+        """Batches completed since the last call (each reported once), without blocking."""
+
+    def wait(self, tickets: Collection[int]) -> list[Completion]:
+        """Block until every batch in ``tickets`` completed; return every completion seen
+        meanwhile (others' too). The default polls in a loop; engines with streams or
+        events override it with a real wait."""
+        pending, seen = set(tickets), []
+        while pending:
+            done = self.poll()
+            seen.extend(done)
+            pending.difference_update(c.ticket for c in done)
+        return seen

@@ -1,0 +1,72 @@
+"""What ``PrefixCache.stats()`` reports of the host tier."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..core.tiers import HOST
+
+if TYPE_CHECKING:
+    from ..core.tree import TreeCore
+    from .host import HostTierController
+
+
+@dataclass(frozen=True, slots=True)
+class HostComponentStats:
+    """One component's host ledger, in its units: ``cached`` = ``evictable`` +
+    ``protected`` (host values on nodes it has locked); ``evicted`` by reason, as on
+    device; ``backed_up`` / ``loaded``: units copied to the host / back to the device by
+    acknowledged copies."""
+
+    cached: int
+    evictable: int
+    protected: int
+    pool_capacity: int
+    pool_available: int
+    evicted: dict[str, int]
+    backed_up: int
+    loaded: int
+
+
+@dataclass(frozen=True, slots=True)
+class HostStats:
+    """The host tier: per component (:class:`HostComponentStats`), the batches submitted
+    each way, the copies in flight now, failed batches, backups skipped for want of host
+    room, and the prompt tokens served by load-back (``host_hit_tokens``, also counted in
+    ``CacheStats.hit_tokens``) over ``load_requests`` admissions."""
+
+    write_policy: str
+    components: dict[str, HostComponentStats]
+    backup_batches: int
+    load_batches: int
+    copies_in_flight: int
+    failed_backups: int
+    failed_loads: int
+    skipped_backups: int
+    host_hit_tokens: int
+    load_requests: int
+
+
+def host_stats(host: HostTierController, tree: TreeCore) -> HostStats:
+    """Read the host tier's ledgers and counters; O(nodes) (the host ``protected``
+    ledger is summed on demand)."""
+    ledger, counters = tree.ledgers[HOST], host.counters
+    protected = tree.protected_on(HOST)
+    components = {
+        component.name: HostComponentStats(
+            cached=ledger.cached[component.index],
+            evictable=ledger.cached[component.index] - protected[component.index],
+            protected=protected[component.index],
+            pool_capacity=host.pools[component.index].capacity,
+            pool_available=host.pools[component.index].available,
+            evicted=dict(tree.host_evicted[component.index]),
+            backed_up=counters.backed_up[component.index],
+            loaded=counters.loaded[component.index])
+        for component in tree.components}
+    return HostStats(
+        write_policy=host.config.write_policy, components=components,
+        backup_batches=counters.backup_batches, load_batches=counters.load_batches,
+        copies_in_flight=len(host.records), failed_backups=counters.failed_backups,
+        failed_loads=counters.failed_loads, skipped_backups=counters.skipped_backups,
+        host_hit_tokens=counters.host_hit_tokens, load_requests=counters.load_requests)
