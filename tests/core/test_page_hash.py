@@ -210,3 +210,19 @@ def test_key_identity_names_the_hash_page_size_and_key_unit() -> None:
     identities = {key_identity(h, p, b) for h in PAGE_HASHES for p in (1, 16)
                   for b in (False, True)}
     assert len(identities) == 8
+
+
+@pytest.mark.parametrize("name", PAGE_HASHES)
+def test_host_tier_backups_carry_the_device_ids_of_the_chosen_hash(name: str) -> None:
+    from radixkv.tiers import HostTier
+
+    tokens = list(range(1, 18))
+    cache = AuditedCache(capacity=64, page_size=4, events=True, page_hash=name,
+                         host=HostTier(capacity=64))
+    cache.finish(cache.admit(tokens))
+    cache.wait()
+    events = cache.take_events()
+    assert [(type(e), e.medium) for e in events] == [(BlockStored, "GPU"), (BlockStored, "CPU")]
+    for event in events:
+        assert isinstance(event, BlockStored)
+        assert event.block_hashes == hand_ids(tokens, 4, name)
