@@ -14,6 +14,7 @@ import pytest
 import xxhash
 
 from radixkv import BlockRemoved, BlockStored, CacheConfig
+from radixkv.core import hashing
 from radixkv.core.config import TreeConfig
 from radixkv.core.hashing import (
     PAGE_HASHES,
@@ -199,6 +200,7 @@ def test_xxh3_without_xxhash_installed_is_a_config_error(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "xxhash", None)  # import raises ImportError
+    hashing._xxh3_128.cache_clear()  # built by earlier tests with xxhash importable
     with pytest.raises(ConfigError, match=r"radixkv\[fasthash\]"):
         CacheConfig(capacity=64, page_hash="xxh3_128")
     assert CacheConfig(capacity=64).page_hash == "sha256"

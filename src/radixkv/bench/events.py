@@ -21,6 +21,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..cache import CacheConfig, PrefixCache
@@ -136,6 +137,7 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def render(summary: list[dict[str, Any]], rounds: int) -> str:
+    """The summary as a table: p50 and ratio per page size, pass and setting."""
     lines = [f"admit + finish + take_events, p50 µs, median of {rounds} round(s); ratio: "
              "events on ÷ events off, median of the rounds' ratios",
              f"{'page':>4} {'pass':<7} {'events':<10} {'p50':>8} {'ratio':>7}  rounds"]
@@ -148,6 +150,7 @@ def render(summary: list[dict[str, Any]], rounds: int) -> str:
 
 
 def run_events(args: argparse.Namespace) -> int:
+    """``radixkv bench events``: every round, the table, and the JSON if asked for."""
     config = ShortConfig(prompts=args.prompts)
     prompts = short_prompts(config)
     hashes = available_hashes(list(dict.fromkeys(args.page_hash)))
@@ -157,7 +160,8 @@ def run_events(args: argparse.Namespace) -> int:
     print(render(summary, args.rounds))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"options": {k: str(v) for k, v in vars(args).items()},
+        options = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+        args.json.write_text(json.dumps({"options": options,
                                          "results": records, "summary": summary}, indent=1)
                              + "\n")
         print(f"\nwrote {args.json}")

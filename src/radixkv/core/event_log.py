@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from .events import BlockRemoved, KVEvent, block_stored
 from .hashing import page_digests, page_hash
-from .keys import NATIVE_U32, unpack_tokens
+from .keys import unpack_tokens
 from .node import Node
 
 if TYPE_CHECKING:
@@ -72,10 +72,7 @@ class EventLog:
         if parent.parent is not None:  # hashed along with the node's own digests
             head = (parent.hashes or page_digests(parent, tree.page_bytes, hasher))[-1]
         parent_hash, ids = hasher.ids(digests, head)  # the parent's id too, in one call
-        if self._bigram or not NATIVE_U32:
-            tokens = unpack_tokens(node.key, self._bigram)
-        else:  # events: unpack_tokens' common case inline
-            tokens = memoryview(node.key).cast("I").tolist()
+        tokens = unpack_tokens(node.key, self._bigram)
         event = block_stored(ids, parent_hash, tokens, tree.page_size,
                              self._medium if medium is None else medium, node.namespace)
         if self.dropped_since_take or len(self._events) >= self.limit:

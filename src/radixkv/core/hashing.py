@@ -46,13 +46,16 @@ class PageHash:
     name: str
     digest_size: int
     digest: Callable[[bytes], bytes]
-    _structs: tuple[struct.Struct, ...] = field(init=False, repr=False, compare=False)
+    _structs: dict[int, struct.Struct] = field(default_factory=dict, repr=False,
+                                               compare=False)
+    """events: per page count (up to 65), the struct that unpacks a node's ids in one call."""
 
-    def __post_init__(self) -> None:
-        # events: one precompiled struct per page count unpacks a node's ids in one C call
-        layout = f"q{self.digest_size - 8}x"
-        structs = tuple(struct.Struct(">" + layout * count) for count in range(_STRUCT_IDS + 2))
-        object.__setattr__(self, "_structs", structs)
+    def _struct(self, count: int) -> struct.Struct:
+        unpacker = self._structs.get(count)
+        if unpacker is None:
+            unpacker = struct.Struct(">" + f"q{self.digest_size - 8}x" * count)
+            self._structs[count] = unpacker
+        return unpacker
 
     def ids(self, digests: list[bytes], head: bytes | None = None) -> tuple[int | None, list[int]]:
         """:func:`event_id` of ``head`` (``None`` for none) and of every digest, in one C
@@ -60,8 +63,8 @@ class PageHash:
         joined = b"".join(digests) if head is None else head + b"".join(digests)
         count = len(digests) + (head is not None)
         ids: Sequence[int]
-        if count < len(self._structs):
-            ids = self._structs[count].unpack(joined)
+        if count <= _STRUCT_IDS + 1:
+            ids = self._struct(count).unpack(joined)
         else:
             ids = np.frombuffer(joined, dtype=">i8")[:: self.digest_size // 8].tolist()
         if 0 in ids:
@@ -94,12 +97,19 @@ def page_hash(name: str) -> PageHash:
         return SHA256
     if name == "xxh3_128":
         try:
-            import xxhash
+            return _xxh3_128()
         except ImportError as exc:
             raise ConfigError("page_hash 'xxh3_128' needs the xxhash package: pip install "
                               "'radixkv[fasthash]'") from exc
-        return PageHash("xxh3_128", 16, xxhash.xxh3_128_digest)  # equal on every call
     raise ConfigError(f"unknown page_hash {name!r}; valid: {', '.join(PAGE_HASHES)}")
+
+
+@functools.lru_cache(maxsize=1)
+def _xxh3_128() -> PageHash:
+    """Built once, so that its structs are shared; an ImportError is not cached."""
+    import xxhash
+
+    return PageHash("xxh3_128", 16, xxhash.xxh3_128_digest)
 
 
 def key_identity(page_hash: str, page_size: int, bigram: bool) -> str:
@@ -153,14 +163,8 @@ def page_digests(node: Node, page_bytes: int, hasher: PageHash = SHA256) -> list
     parent = node.parent
     if parent is None:
         return []
-    if parent.parent is None:  # events: the common cases, one node to hash, inline
-        previous = namespace_seed(node.namespace, hasher)
-    elif parent.hashes is not None:
-        previous = parent.hashes[-1]
-    else:
-        previous = None
-    if previous is not None:
-        node.hashes = hashes = hasher.chain(previous, node.key, page_bytes)
+    if parent.parent is None or parent.hashes is not None:  # the common case: one node
+        node.hashes = hashes = hasher.chain(previous_digest(node, hasher), node.key, page_bytes)
         return hashes
     pending: list[Node] = []
     current: Node | None = node
