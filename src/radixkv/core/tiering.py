@@ -8,7 +8,7 @@ unless they say otherwise; each costs O(path depth x components).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -168,17 +168,33 @@ class Tiering(TreeState):
             self._refresh(node.parent)
         return value
 
-    def announce_host(self, nodes: Sequence[Node]) -> None:
-        """Publish BlockStored on the host medium for ``nodes`` (top-down) that hold a
-        host value of an event-publishing component (a backup was acknowledged)."""
+    def announce_host(self, planned: Planned) -> None:
+        """Publish BlockStored on the host medium for the nodes of ``planned`` (a backup's
+        nodes with the components it wrote, just acknowledged) whose copy wrote an
+        event-publishing component's value: a node that already held it on the host (the
+        batch added another component) was announced before. Top-down."""
         if not self.log.enabled:
             return
-        count = len(self.components)
-        publishing = [c.index for c in self.components if c.publishes_events]
-        for node in sorted(nodes, key=lambda n: n.start):
-            if self.nodes.get(node.id) is node and any(
-                    node.values[count + i] is not None for i in publishing):
+        publishing = {c.index for c in self.components if c.publishes_events}
+        for node, indices in sorted(planned, key=lambda entry: entry[0].start):
+            if self.nodes.get(node.id) is node and publishing.intersection(indices):
                 self.log.stored(node, "CPU")
+
+    def pending_host_ancestor(self, node: Node) -> int | None:
+        """The ticket of the in-flight backup writing the host primary value of ``node``'s
+        nearest ancestor that holds one, if any (``node`` must wait for it: a child's host
+        copy is announced after its parent's, and a failed parent copy would strand it).
+        Pure; O(depth)."""
+        count = len(self.components)
+        current = node.parent
+        while current is not None and current.parent is not None:
+            if current.values[count + PRIMARY] is not None:
+                for record in self.copying.get(current.id, ()):
+                    if record.tier == HOST and PRIMARY in record.nodes[current.id][1]:
+                        return record.ticket
+                return None  # acknowledged: so are its ancestors' (they were copied first)
+            current = current.parent
+        return None
 
     def protected_on(self, tier: int) -> list[int]:
         """Per component, the size of ``tier``'s values on nodes it has locked; O(nodes)."""
