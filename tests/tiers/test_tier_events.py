@@ -210,3 +210,20 @@ def test_random_traffic_keeps_the_stream_equal_to_both_tiers(seed: int) -> None:
     snapshot = EventStream(2)  # a resync from the snapshot rebuilds the same state
     snapshot.apply(list(resident_pages(cache.cache)))
     assert snapshot.held == cache.stream.held
+
+
+def test_the_resync_snapshot_names_each_tier_that_announced_a_page() -> None:
+    cache, engine = tiered()
+    insert(cache, A)  # device + host (acknowledged below)
+    insert(cache, [7, 8])  # device + host
+    engine.complete(1)
+    engine.complete(2)
+    cache.poll()
+    insert(cache, A_CHILD)  # device, its backup in flight: not on CPU yet
+    cache.evict(full=2)  # [7, 8] is the least recent: demoted, host-only
+    events = cache.drain()
+    ids = {tuple(e[2]): e for e in events if e[0] == "BlockStored" and e[1] == GPU}
+    a, seven, child = (list(k) for k in ids)
+    assert [(e.medium, e.block_hashes, e.parent_block_hash)
+            for e in resident_pages(cache.cache)] == [
+        (GPU, a, None), (CPU, a, None), (GPU, child, a[-1]), (CPU, seven, None)]
