@@ -59,25 +59,26 @@ def test_a_failed_backup_publishes_nothing_for_the_host() -> None:
     assert cache.match(A).length == 4  # the device copy is intact
 
 
-def test_a_child_backed_up_while_its_parent_is_in_flight_is_announced_after_it() -> None:
+def test_a_child_is_not_backed_up_below_a_parent_in_flight_and_is_announced_after_it() -> None:
     cache, engine = tiered()
     insert(cache, A)
     insert(cache, A_CHILD)
     (parent, child) = cache.drain()
     assert child[3] == parent[2][-1]
-    assert list(engine.pending) == [1]  # the child waits for its parent's copy
-    cache.poll()
-    assert list(engine.pending) == [1]
+    assert list(engine.pending) == [1]  # no backup below one in flight (it could fail)
     engine.complete(1)
-    cache.poll()  # applies the parent, then starts the child's backup
+    cache.poll()
     assert cache.drain() == [("BlockStored", CPU, parent[2], None)]
+    assert list(engine.pending) == []
+    cache.match(A_CHILD)  # the child's next use backs it up
+    cache.poll()
     assert list(engine.pending) == [2]
     engine.complete(2)
     cache.poll()
     assert cache.drain() == [("BlockStored", CPU, child[2], parent[2][-1])]
 
 
-def test_when_the_parent_backup_fails_the_waiting_child_backs_both_up() -> None:
+def test_after_a_failed_parent_backup_the_childs_next_backup_takes_both() -> None:
     cache, engine = tiered()
     insert(cache, A)
     insert(cache, A_CHILD)
@@ -85,6 +86,9 @@ def test_when_the_parent_backup_fails_the_waiting_child_backs_both_up() -> None:
     engine.complete(1, ok=False)
     cache.poll()
     assert cache.drain() == []  # nothing on the host is announced, nothing stranded there
+    assert cache.stats().host.components["full"].cached == 0
+    cache.match(A_CHILD)
+    cache.poll()
     assert list(engine.pending) == [2]
     assert len(engine.pending[2][0].source) == 6  # the parent's pages come along
     engine.complete(2)
@@ -116,12 +120,12 @@ def test_demotion_removes_the_device_pages_only_and_load_back_stores_them_again(
 def test_a_failed_load_back_removes_its_device_pages_children_first() -> None:
     cache, engine = tiered()
     insert(cache, A)
-    insert(cache, A_CHILD)
     engine.complete(1)
     cache.poll()
+    insert(cache, A_CHILD)  # backed up at once: its parent's copy has landed
     engine.complete(2)
     cache.poll()
-    ((_, _, top, _), (_, _, below, _), _, _) = cache.drain()
+    ((_, _, top, _), _, (_, _, below, _), _) = cache.drain()
     cache.evict(full=6)
     assert cache.drain() == [("BlockRemoved", GPU, below, None),
                              ("BlockRemoved", GPU, top, None)]

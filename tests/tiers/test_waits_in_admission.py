@@ -1,7 +1,8 @@
 """A wait inside an admission's eviction (write-back backs a node up and waits for it) may
 see other batches complete. A load-back it sees fail must not be applied there: its
-take-back would remove device values the admission just matched (regression: the admit
-then read a missing value and leaked its slots). It is applied at the next poll."""
+take-back would remove device values the admission just matched (the admit then read a
+missing value and leaked its slots, found by the random traffic of test_tier_events). It is
+applied at the next poll."""
 
 from __future__ import annotations
 

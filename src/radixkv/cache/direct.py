@@ -92,7 +92,8 @@ class Direct(CacheBase):
         self._spend(allocation, pages, AllocationState.INSERTED)
         self.pools.free_all(leftovers)
         self.counters["inserted_tokens"] += result.new_length
-        self._after_insert(result.node)
+        if self.host is not None:
+            self._after_insert(result.node)
         return cached
 
     def _held_allocation(self, slots: Allocation | Any) -> Allocation:

@@ -206,7 +206,8 @@ class Lifecycle(LoadBack):
             self.counters["checkpoints_created"] += side.after_insert(
                 buffer, result.length, freed)
         self.counters["inserted_tokens"] += result.new_length
-        self._after_insert(result.node)
+        if self.host is not None:
+            self._after_insert(result.node)
         return result
 
     def _close(self, lease: Lease, state: LeaseState, counter: str) -> None:

@@ -58,7 +58,6 @@ class HostTierController:
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
         self._deferred: list[Completion] = []
-        """Load-back completions a wait inside eviction saw, applied at the next poll."""
         self.listener: Callable[[CopyRecord, bool], None] | None = None
         """Told of each batch before it is applied (the cache fails or readies the leases
         waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
@@ -88,10 +87,7 @@ class HostTierController:
         """Copy the device values ``nodes`` (and their ancestors, see
         :meth:`TreeCore.backup_plan`) lack on the host; ``None`` when there is nothing to
         copy or no host room even after host eviction (then nothing changed but the host
-        eviction). A node below an ancestor whose host copy is still in flight waits for
-        it: it stays due, for a flush after that acknowledgement."""
-        if self.tree.copying:
-            nodes = self._not_waiting(nodes)
+        eviction)."""
         planned = self.tree.backup_plan(nodes)
         if not planned:
             return None
@@ -101,15 +97,6 @@ class HostTierController:
             return None
         slots = [pool.alloc(size) if size else None for pool, size in zip(self.pools, sizes)]
         return self._submit(planned, sizes, slots, HOST)
-
-    def _not_waiting(self, nodes: Sequence[Node]) -> list[Node]:
-        ready = []
-        for node in nodes:
-            if self.tree.pending_host_ancestor(node) is None:
-                ready.append(node)
-            elif self.tree.nodes.get(node.id) is node:
-                self.due[node.id] = node
-        return ready
 
     def _host_room(self, sizes: Sequence[int]) -> bool:
         short = [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
@@ -223,37 +210,31 @@ class HostTierController:
             self.device.free_all(joined)
 
     def poll(self) -> list[tuple[CopyRecord, bool]]:
-        """Apply whatever the engine completed since the last poll (and the load-backs a
-        wait inside eviction deferred)."""
-        return self.finish(self._take_deferred() + self.engine.poll())
-
-    def wait(self, tickets: Iterable[int], defer_loads: bool = False
-             ) -> list[tuple[CopyRecord, bool]]:
-        """Block until ``tickets`` completed, applying every acknowledgement seen; with
-        ``defer_loads`` (a wait in the middle of an admission's eviction), load-backs seen
-        are kept for the next poll or wait instead: a failed one takes device values back,
-        which the admission may have matched or just placed."""
-        deferred = {completion.ticket for completion in self._deferred}
-        wanted = [t for t in tickets if t in self.records and t not in deferred]
-        seen = self.engine.wait(wanted) if wanted else []
-        if not defer_loads:
-            return self.finish(self._take_deferred() + seen)
-        now: list[Completion] = []
-        for completion in seen:
-            record = self.records.get(completion.ticket)
-            (self._deferred if record is not None and record.tier == DEVICE else now).append(
-                completion)
-        return self.finish(now)
-
-    def _take_deferred(self) -> list[Completion]:
+        """Apply whatever the engine completed since the last poll (and what a wait saw
+        and kept for later)."""
         deferred, self._deferred = self._deferred, []
-        return deferred
+        return self.finish([*deferred, *self.engine.poll()])
+
+    def wait(self, tickets: Iterable[int]) -> list[tuple[CopyRecord, bool]]:
+        """Block until ``tickets`` completed and apply them. Other batches the engine
+        reports meanwhile are kept for the next :meth:`poll`: a wait inside an eviction
+        never changes what the caller of that eviction is working on."""
+        wanted = {ticket for ticket in tickets if ticket in self.records}
+        if not wanted:
+            return []
+        mine = [c for c in self._deferred if c.ticket in wanted]
+        self._deferred = [c for c in self._deferred if c.ticket not in wanted]
+        missing = wanted.difference(c.ticket for c in mine)
+        seen = self.engine.wait(missing) if missing else []
+        mine += [c for c in seen if c.ticket in wanted]
+        self._deferred += [c for c in seen if c.ticket not in wanted]
+        return self.finish(mine)
 
     def settle_backups(self) -> bool:
         """Wait for every backup in flight (its locks keep device values from eviction);
         whether there was any."""
         tickets = [t for t, record in self.records.items() if record.tier == HOST]
-        self.wait(tickets, defer_loads=True)
+        self.wait(tickets)
         return bool(tickets)
 
     # ------------------------------------------------------------------ device eviction
@@ -281,10 +262,8 @@ class HostTierController:
         return node.values[count + index] is None and node.id not in self._skip
 
     def _back_up_before_eviction(self, node: Node) -> None:
-        while (ticket := self.tree.pending_host_ancestor(node)) is not None:
-            self.wait([ticket], defer_loads=True)  # ancestors' host copies land first
         record = self.backup([node])
-        done = [] if record is None else self.wait([record.ticket], defer_loads=True)
+        done = [] if record is None else self.wait([record.ticket])
         if record is None or any(r is record and not ok for r, ok in done):
             self._skip.add(node.id)  # no room or a failed copy: evict it without a backup
 
@@ -292,6 +271,7 @@ class HostTierController:
         """Wait for every copy in flight (their slots are about to be reused), then forget
         every host value; the caller resets the tree and the device pools."""
         self.wait(list(self.records))
+        self._deferred.clear()
         for pool in self.pools:
             pool.reset()
         self.due.clear()
