@@ -57,14 +57,19 @@ class EventStream:
 
     def __init__(self, page_size: int) -> None:
         self.page_size = page_size
-        self.held: dict[str, dict[int, int | None]] = {GPU: {}, CPU: {}}
+        self.held: dict[str, dict[int, int | None]] = {}
         """Medium -> page id -> its parent's page id."""
-        self.children: dict[str, Counter[int]] = {GPU: Counter(), CPU: Counter()}
+        self.children: dict[str, Counter[int]] = {}
+        self.clear()
+
+    def clear(self) -> None:
+        self.held = {GPU: {}, CPU: {}}
+        self.children = {GPU: Counter(), CPU: Counter()}
 
     def apply(self, events: Sequence[Any]) -> None:
         for event in events:
             if isinstance(event, AllBlocksCleared):
-                self.__init__(self.page_size)  # type: ignore[misc]
+                self.clear()
             elif isinstance(event, BlockStored):
                 self._stored(event)
             else:
