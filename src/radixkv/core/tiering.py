@@ -8,7 +8,7 @@ unless they say otherwise; each costs O(path depth x components).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -169,16 +169,16 @@ class Tiering(TreeState):
             self._refresh(node.parent)
         return value
 
-    def announce_host(self, nodes: Sequence[Node]) -> None:
-        """Publish BlockStored on the host medium for ``nodes`` (top-down) that hold a
-        host value of an event-publishing component (a backup was acknowledged)."""
+    def announce_host(self, planned: Planned) -> None:
+        """Publish BlockStored on the host medium for the nodes of ``planned`` (a backup's
+        nodes with the components it wrote, just acknowledged) whose copy wrote an
+        event-publishing component's value: a node that already held it on the host (the
+        batch added another component) was announced before. Top-down."""
         if not self.log.enabled:
             return
-        count = len(self.components)
-        publishing = [c.index for c in self.components if c.publishes_events]
-        for node in sorted(nodes, key=lambda n: n.start):
-            if self.nodes.get(node.id) is node and any(
-                    node.values[count + i] is not None for i in publishing):
+        publishing = {c.index for c in self.components if c.publishes_events}
+        for node, indices in sorted(planned, key=lambda entry: entry[0].start):
+            if self.nodes.get(node.id) is node and publishing.intersection(indices):
                 self.log.stored(node, "CPU")
 
     def protected_on(self, tier: int) -> list[int]:

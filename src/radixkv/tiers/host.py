@@ -187,7 +187,7 @@ class HostTierController:
             if not completion.ok:
                 self._take_back(record)
             elif record.tier == HOST:
-                self.tree.announce_host([node for node, _ in record.nodes.values()])
+                self.tree.announce_host(list(record.nodes.values()))
             self.tree.untrack(record)
             for lock in record.locks:
                 self.tree.unlock(lock)
@@ -197,7 +197,8 @@ class HostTierController:
 
     def _take_back(self, record: CopyRecord) -> None:
         freed: list[list[np.ndarray]] = [[] for _ in self.pools]
-        for node, indices in record.nodes.values():
+        # children first: a failed load-back's BlockRemoved events go leaf-first, like eviction's
+        for node, indices in sorted(record.nodes.values(), key=lambda entry: -entry[0].start):
             for index in indices:
                 value = self.tree.take_back(node, index, record.tier)
                 if value is not None:
