@@ -43,3 +43,20 @@ def test_a_match_without_a_host_tier_has_no_host_part() -> None:
     cache.finish(cache.admit(list(range(1, 17))))
     found = cache.match(list(range(1, 17)))
     assert (found.length, found.host_length, found.loading) == (16, 0, ())
+
+
+def test_a_node_stored_under_a_backup_in_flight_is_backed_up_once_that_copy_lands() -> None:
+    engine = NumpyCopyEngine(NumpyCopyConfig(delay_polls=1))
+    cache = PrefixCache(CacheConfig(capacity=64, page_size=4,
+                                    host=HostTier(capacity=64)), engine)
+    cache.finish(cache.admit(list(range(1, 9))))  # write-through: its backup is in flight
+    cache.finish(cache.admit(list(range(1, 17))))  # the new child waits for it
+    host = cache.stats().host
+    assert host is not None and (host.backup_batches, host.copies_in_flight) == (1, 1)
+    cache.poll()  # not landed yet (one poll of delay)
+    cache.poll()  # landed: the child is backed up at once
+    host = cache.stats().host
+    assert host is not None and (host.backup_batches, host.copies_in_flight) == (2, 1)
+    cache.wait()
+    cache.check_invariants()
+    assert cache.stats().host.components["full"].cached == 16  # type: ignore[union-attr]

@@ -48,7 +48,7 @@ class Tiering(TreeState):
         count, chosen = len(self.components), set()
         order: list[Node] = []
         for node in nodes:
-            if self.nodes.get(node.id) is not node or self._backing_up_above(node):
+            if self.nodes.get(node.id) is not node or self.backing_up_above(node):
                 continue
             chain = []
             current: Node | None = node
@@ -68,7 +68,7 @@ class Tiering(TreeState):
                 planned.append((node, missing))
         return planned
 
-    def _backing_up_above(self, node: Node) -> bool:
+    def backing_up_above(self, node: Node) -> bool:
         """Whether a backup still in flight writes to ``node`` or an ancestor: a backup
         below it waits (should that copy fail, nothing may sit on the host below it)."""
         copying = self.copying

@@ -77,11 +77,17 @@ class HostTierController:
         del inserted  # an insert is the node's first use: hits + 1 already counts it
 
     def flush(self) -> None:
-        """Back up every due node still live (one batch)."""
+        """Back up every due node still live (one batch). A node left out because a backup
+        is still in flight above it stays due, for a flush after that copy lands."""
         if self.due:
             nodes = list(self.due.values())
             self.due.clear()
             self.backup(nodes)
+            count, tree = len(self.pools), self.tree
+            for node in nodes:
+                if tree.nodes.get(node.id) is node and node.values[count] is None \
+                        and tree.backing_up_above(node):
+                    self.due[node.id] = node
 
     def backup(self, nodes: Sequence[Node]) -> CopyRecord | None:
         """Copy the device values ``nodes`` (and their ancestors, see
