@@ -11,13 +11,15 @@ states for 256 on host.
 from __future__ import annotations
 
 import functools
+import io
 from typing import Any
 
-from radixkv import CacheConfig
-from radixkv.model import Engine, RequestSpec
+from radixkv import CacheConfig, demo
+from radixkv.cli import parse_verify
+from radixkv.model import Engine, RequestSpec, VerifyReport, command
 from radixkv.tiers import Copy, Direction, NumpyCopyEngine
 
-from .support import small_cache, workload
+from .support import DefaultRun, small_cache, workload
 
 DEVICE = 128
 HOST = 4096
@@ -95,3 +97,18 @@ class ShiftedBackupEngine(NumpyCopyEngine):
             moved.append(copy)
         super()._move(moved)
 
+
+
+@functools.cache
+def host_demo_run() -> DefaultRun:
+    """The host-tier part of ``make demo`` (``radixkv verify`` with ``demo.HOST_ARGS``),
+    once per test session."""
+    runs: dict[tuple[tuple[str, ...], int], tuple[CacheConfig, VerifyReport]] = {}
+
+    def sink(combo: tuple[str, ...], page: int, config: CacheConfig,
+             report: VerifyReport) -> None:
+        runs[combo, page] = (config, report)
+
+    out = io.StringIO()
+    code = command.run(parse_verify(demo.HOST_ARGS), out, io.StringIO(), sink)
+    return DefaultRun(code, out.getvalue(), runs)
