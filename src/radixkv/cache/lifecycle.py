@@ -31,7 +31,8 @@ class Lifecycle(LoadBack):
         host values make it usable: device slots are allocated for the host part, its
         host-to-device copies are submitted, and the lease is not :attr:`~Lease.ready` until
         they are acknowledged (:meth:`poll`); a lease whose prefix another request is
-        loading back waits for that copy too.
+        loading back waits for that copy too (and if it needs to load more on top of that
+        prefix, admit first waits for the copy in flight, applying what it acknowledges).
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room."""
         packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
@@ -44,7 +45,8 @@ class Lifecycle(LoadBack):
         device_length, load = found.length, None
         if load_back is not False and as_bool("load_back", load_back) \
                 and self.host is not None and found.length < found.branch:
-            found, load = self._host_prefix(key, space, found)
+            device, found, load = self._host_prefix(key, space, found)
+            device_length = device.length
         fresh_tokens = self.pages_for(num_tokens - found.length)
         needs = self._needs(fresh_tokens, states=1)
         room = needs if load is None else [a + b for a, b in zip(needs, load)]

@@ -49,15 +49,31 @@ class LoadBack(CacheBase):
     # ------------------------------------------------------------------ admission
 
     def _host_prefix(self, key: bytes, space: Namespace, found: TreeMatch
-                     ) -> tuple[TreeMatch, list[int] | None]:
-        """The longer prefix host values make usable, with the device slots its load-back
-        needs per component; ``found`` and ``None`` when the host adds nothing. Pure."""
+                     ) -> tuple[TreeMatch, TreeMatch, list[int] | None]:
+        """The device match, the longer prefix host values make usable, and the device
+        slots its load-back needs per component; ``found`` twice and ``None`` when the host
+        adds nothing. Pure, except that a load-back would rest on the device values of a
+        load-back still in flight (on ``found``'s path): it first waits for that copy (if it
+        failed, taking its values back would leave this one's nodes on device below
+        host-only ones) and matches again."""
         host = self.host
         assert host is not None
         merged = self.tree.host_match(key, space)
         if merged.length <= found.length or merged.node is None:
-            return found, None
-        return merged, host.load_sizes(merged.node, merged.length)
+            return found, found, None
+        pending = self._loads_on(found.path)
+        if pending:
+            host.wait(pending)
+            found = self.tree.match(key, space, touch=False)
+            return self._host_prefix(key, space, found)
+        return found, merged, host.load_sizes(merged.node, merged.length)
+
+    def _loads_on(self, path: list[Node]) -> list[int]:
+        copying = self.tree.copying
+        if not copying:
+            return []
+        return [record.ticket for node in path for record in copying.get(node.id, ())
+                if record.tier == DEVICE]
 
     def _start_load(self, lock: Lock, device_length: int, length: int) -> None:
         """Submit the load-back of the locked prefix (its device room was ensured)."""

@@ -63,7 +63,8 @@ class Memory:
     """All pools of one model instance: ``kv[i]`` is attention layer ``i``'s KV pool,
     ``states[i]`` SSM layer ``i``'s state pool ``(state slots, state_size)``, both views
     into :attr:`buffers` (per buffer name, one array, first axis = slot; the state buffer
-    is :data:`STATE_BUFFER`)."""
+    is :data:`STATE_BUFFER`). Raises ``ValueError`` when kinds sharing a buffer differ in
+    slots."""
 
     def __init__(self, config: ModelConfig, sizes: PoolSizes) -> None:
         self.config = config
@@ -88,7 +89,9 @@ class Memory:
         for kind in config.layers:
             name = STATE_BUFFER if kind == "ssm" else sizes.buffer_of(kind)
             layers[name] = layers.get(name, 0) + 1
-            slots[name] = sizes.states if kind == "ssm" else sizes.kv[kind]
+            size = sizes.states if kind == "ssm" else sizes.kv[kind]
+            if slots.setdefault(name, size) != size:
+                raise ValueError(f"the kinds sharing buffer {name!r} differ in slots")
         head = (2, config.heads, config.head_dim)
         return {name: np.zeros((slots[name], count, config.state_size) if name == STATE_BUFFER
                                else (slots[name], count, *head), dtype=np.float64)

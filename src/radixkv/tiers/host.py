@@ -76,11 +76,34 @@ class HostTierController:
         del inserted  # an insert is the node's first use: hits + 1 already counts it
 
     def flush(self) -> None:
-        """Back up every due node still live (one batch)."""
+        """Back up every due node still live (one batch). A node at or below a node whose
+        backup is still in flight stays due (see :meth:`pending_above`) for a later flush."""
         if self.due:
             nodes = list(self.due.values())
             self.due.clear()
-            self.backup(nodes)
+            ready = []
+            for node in nodes:
+                if self.pending_above(node):
+                    self.due[node.id] = node
+                else:
+                    ready.append(node)
+            if ready:
+                self.backup(ready)
+
+    def pending_above(self, node: Node) -> list[int]:
+        """Tickets of the backups in flight to ``node`` or an ancestor. A backup planned
+        on top of one must wait for it: the plan counts the ancestor's host value as there,
+        and if that copy failed, taking the value back would leave this node on the host
+        below a node that is not. O(depth)."""
+        copying = self.tree.copying
+        if not copying:
+            return []
+        tickets = []
+        current: Node | None = node
+        while current is not None and current.parent is not None:
+            tickets += [r.ticket for r in copying.get(current.id, ()) if r.tier == HOST]
+            current = current.parent
+        return tickets
 
     def backup(self, nodes: Sequence[Node]) -> CopyRecord | None:
         """Copy the device values ``nodes`` (and their ancestors, see
@@ -248,6 +271,7 @@ class HostTierController:
         return node.values[count + index] is None and node.id not in self._skip
 
     def _back_up_before_eviction(self, node: Node) -> None:
+        self.wait(self.pending_above(node))  # see pending_above
         record = self.backup([node])
         done = [] if record is None else self.wait([record.ticket])
         if record is None or any(r is record and not ok for r, ok in done):
