@@ -4,9 +4,11 @@ taking its values back would leave the second's nodes on a tier their parent is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from radixkv import CacheConfig, FullAttention, PrefixCache
 from radixkv.cache import LeaseState
-from radixkv.tiers import HostTier, NumpyCopyConfig, NumpyCopyEngine
+from radixkv.tiers import Copy, Direction, HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 PROMPT = list(range(1, 9))
 MORE = list(range(20, 28))
@@ -124,3 +126,57 @@ def test_a_load_back_on_top_of_one_in_flight_that_lands_loads_only_the_rest() ->
     for lease in (first, second):
         cache.finish(lease)
     cache.check_invariants()
+
+
+class _FailingLoads(NumpyCopyEngine):
+    """Every load-back batch fails (when it completes)."""
+
+    def submit(self, copies: Sequence[Copy]) -> int:
+        ticket = super().submit(copies)
+        if any(copy.direction is Direction.TO_DEVICE for copy in copies):
+            self.fail(ticket)
+        return ticket
+
+
+def test_a_wait_inside_admit_leaves_a_failed_load_back_for_the_next_poll() -> None:
+    """Admit submits a load-back, then its own allocation evicts under write_back, which
+    waits for a backup; the engine reports the (failed) load-back meanwhile. Applying it
+    there would take back the values admit is about to lend; it waits for the poll."""
+    copies = _FailingLoads(NumpyCopyConfig(delay_polls=1))
+    config = CacheConfig(capacity=32, page_size=1, components=(FullAttention(),),
+                         host=HostTier(capacity=64, write_policy="write_back"))
+    cache = PrefixCache(config, copies)
+    assert cache.host is not None
+    cache.finish(cache.admit(PROMPT))
+    assert cache.evict(len(PROMPT)) == {"full": len(PROMPT)}  # backed up, then demoted
+    cache.finish(cache.admit(list(range(40, 60))))  # 20 device-only tokens
+    lease = cache.admit(PROMPT + MORE, load_back=True)  # loads 8, evicts for 8 fresh
+    cache.check_invariants()
+    assert lease.cached_length == len(PROMPT) and not lease.ready
+    assert cache.poll() == [lease] and lease.state is LeaseState.FAILED
+    cache.check_invariants()
+    stats = cache.stats().host
+    assert stats is not None and stats.failed_loads == 1
+    assert cache.match(PROMPT).host_length == len(PROMPT)  # the host copy is intact
+
+
+def test_host_eviction_for_a_backup_spares_the_host_values_its_plan_rests_on() -> None:
+    config = CacheConfig(capacity=32, page_size=1, components=(FullAttention(),),
+                         host=HostTier(capacity=16, write_policy="write_back"))
+    cache = PrefixCache(config, NumpyCopyEngine())
+    assert cache.host is not None
+    other = list(range(40, 48))
+    for prompt in (PROMPT, PROMPT + MORE, other):
+        cache.finish(cache.admit(prompt))
+    nodes = cache.tree.nodes
+    parent, child, unrelated = (nodes[int(cache.match(p).node)]  # type: ignore[arg-type]
+                                for p in (PROMPT, PROMPT + MORE, other))
+    for node in (parent, unrelated):  # the host pool is full: the parent is its LRU entry
+        cache.host.backup([node])
+        cache.poll()
+    assert cache.host.backup([child]) is not None  # needs 8 host slots: evicts one
+    cache.check_invariants()
+    cache.poll()
+    cache.check_invariants()
+    assert cache.tree.value(parent, 0, 1) is not None  # the parent kept its host copy
+    assert cache.tree.value(unrelated, 0, 1) is None

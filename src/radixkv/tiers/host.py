@@ -57,6 +57,8 @@ class HostTierController:
         """Nodes whose uses reached the threshold, to back up at the next flush."""
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
+        self._held: list[Completion] = []
+        """Acknowledgements a :meth:`wait` saw but did not apply (see there)."""
         self.listener: Callable[[CopyRecord, bool], None] | None = None
         """Told of each batch before it is applied (the cache fails or readies the leases
         waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
@@ -114,16 +116,23 @@ class HostTierController:
         if not planned:
             return None
         sizes = self._sizes(planned)
-        if not self._host_room(sizes):
+        if not self._host_room(sizes, planned):
             self.counters.skipped_backups += 1
             return None
         slots = [pool.alloc(size) if size else None for pool, size in zip(self.pools, sizes)]
         return self._submit(planned, sizes, slots, HOST)
 
-    def _host_room(self, sizes: Sequence[int]) -> bool:
+    def _host_room(self, sizes: Sequence[int], planned: Planned) -> bool:
         short = [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
         if any(short):
-            result = self.tree.evict_host(short)
+            # the plan counts the host values of the planned nodes' ancestors as there:
+            # host eviction must not take them (the locks pin the paths on every tier)
+            locks = [self.tree.lock(node) for node, _ in planned]
+            try:
+                result = self.tree.evict_host(short)
+            finally:
+                for lock in locks:
+                    self.tree.unlock(lock)
             self.free_host(result.freed)
         return all(size <= pool.available for pool, size in zip(self.pools, sizes))
 
@@ -231,13 +240,26 @@ class HostTierController:
             self.device.free_all(joined)
 
     def poll(self) -> list[tuple[CopyRecord, bool]]:
-        """Apply whatever the engine completed since the last poll."""
-        return self.finish(self.engine.poll())
+        """Apply whatever the engine completed since the last poll (and what a
+        :meth:`wait` held back)."""
+        held, self._held = self._held, []
+        return self.finish(held + self.engine.poll())
 
     def wait(self, tickets: Iterable[int]) -> list[tuple[CopyRecord, bool]]:
-        """Block until ``tickets`` completed, applying every acknowledgement seen."""
-        wanted = [ticket for ticket in tickets if ticket in self.records]
-        return self.finish(self.engine.wait(wanted)) if wanted else []
+        """Block until ``tickets`` completed and apply their acknowledgements. Others the
+        engine reports meanwhile are held for the next :meth:`poll`: a wait runs inside
+        admit, commit or eviction, whose caller may rely on the values another copy
+        placed (a load-back failing there would take back values a lease is being lent)."""
+        wanted = {ticket for ticket in tickets if ticket in self.records}
+        if not wanted:
+            return []
+        now = [c for c in self._held if c.ticket in wanted]
+        self._held = [c for c in self._held if c.ticket not in wanted]
+        rest = wanted.difference(c.ticket for c in now)
+        seen = self.engine.wait(rest) if rest else []
+        now += [c for c in seen if c.ticket in wanted]
+        self._held += [c for c in seen if c.ticket not in wanted]
+        return self.finish(now)
 
     def settle_backups(self) -> bool:
         """Wait for every backup in flight (its locks keep device values from eviction);
@@ -281,6 +303,7 @@ class HostTierController:
         """Wait for every copy in flight (their slots are about to be reused), then forget
         every host value; the caller resets the tree and the device pools."""
         self.wait(list(self.records))
+        self._held.clear()
         for pool in self.pools:
             pool.reset()
         self.due.clear()
