@@ -14,10 +14,10 @@ PROMPT = list(range(1, 9))
 MORE = list(range(20, 28))
 
 
-def _cache(policy: str = "write_through", delay: int = 3
+def _cache(policy: str = "write_through", delay: int = 3, capacity: int = 32
            ) -> tuple[PrefixCache, NumpyCopyEngine]:
     copies = NumpyCopyEngine(NumpyCopyConfig(delay_polls=delay))
-    config = CacheConfig(capacity=32, page_size=1, components=(FullAttention(),),
+    config = CacheConfig(capacity=capacity, page_size=1, components=(FullAttention(),),
                          host=HostTier(capacity=64, write_policy=policy))
     return PrefixCache(config, copies), copies
 
@@ -78,9 +78,9 @@ def test_a_write_back_eviction_of_a_child_waits_for_its_parents_backup_in_flight
     assert cache.match(PROMPT + MORE).host_length == len(MORE)
 
 
-def _demoted_chain() -> tuple[PrefixCache, NumpyCopyEngine]:
+def _demoted_chain(capacity: int = 32) -> tuple[PrefixCache, NumpyCopyEngine]:
     """PROMPT and PROMPT + MORE cached as two nodes, backed up, then demoted."""
-    cache, copies = _cache(delay=3)
+    cache, copies = _cache(delay=3, capacity=capacity)
     for prompt in (PROMPT, PROMPT + MORE):
         cache.finish(cache.admit(prompt))
         _poll_until_idle(cache)
@@ -180,3 +180,44 @@ def test_host_eviction_for_a_backup_spares_the_host_values_its_plan_rests_on() -
     cache.check_invariants()
     assert cache.tree.value(parent, 0, 1) is not None  # the parent kept its host copy
     assert cache.tree.value(unrelated, 0, 1) is None
+
+
+def test_an_insert_through_nodes_being_loaded_back_waits_for_the_copy() -> None:
+    """A lease computed PROMPT + MORE itself (its prompt was host-only, it did not load);
+    meanwhile another lease loads those nodes back. Its commit runs through them: the
+    insert keeps their device values over its duplicates, so it must wait for the copy,
+    or the lease would read rows that have not landed."""
+    cache, _ = _demoted_chain(capacity=64)
+    assert cache.host is not None
+    computing = cache.admit(PROMPT + MORE)
+    assert computing.cached_length == 0 and computing.ready
+    loading = cache.admit([*PROMPT, *MORE, 99], load_back=True)
+    (ticket,) = cache.host.records
+    cache.commit(computing)
+    cache.check_invariants()
+    assert ticket not in cache.host.records  # the commit waited for the load-back
+    assert loading.ready
+    handle = cache.match(PROMPT + MORE).node
+    assert handle is not None
+    assert (computing.slots == cache.match(PROMPT + MORE).slots).all()
+    for lease in (computing, loading):
+        cache.finish(lease)
+    cache.check_invariants()
+
+
+def test_an_insert_through_nodes_whose_load_back_fails_fills_them_itself() -> None:
+    cache, copies = _demoted_chain(capacity=64)
+    assert cache.host is not None
+    computing = cache.admit(PROMPT + MORE)
+    loading = cache.admit([*PROMPT, *MORE, 99], load_back=True)
+    (ticket,) = cache.host.records
+    copies.fail(ticket)
+    own = computing.slots.copy()
+    cache.commit(computing)
+    cache.check_invariants()
+    assert loading.state is LeaseState.FAILED
+    # the failed copy's values were taken back; the insert stored the lease's own
+    assert (cache.match(PROMPT + MORE).slots == own).all()
+    cache.finish(computing)
+    cache.check_invariants()
+    assert cache.poll() == [loading]

@@ -157,6 +157,20 @@ class CacheBase:
     def _on_copy(self, record: Any, ok: bool) -> None:
         """See :meth:`LoadBack._on_copy`."""
 
+    def _settle_loads(self, key: bytes, space: Namespace) -> None:
+        """Before an insert of ``key``: wait for the load-backs in flight to nodes along it.
+        The insert keeps a node's device values over the inserter's duplicates (the lease
+        is then lent those) and may add nodes below it, so those values must have landed:
+        read before, they are stale; taken back after a failure, they would leave the new
+        nodes on device below host-only ones (the insert then fills what a failed copy
+        took back). Applies only those acknowledgements; O(depth) when copies are in
+        flight."""
+        host = self.host
+        if host is not None:
+            pending = self.tree.loading(key, space)
+            if pending:
+                host.wait(pending)
+
     def _after_insert(self, node: Node | None) -> None:
         """Let the host tier's write policy see the nodes an insert stored or ran through
         (the first use of a new node), and start the backups that are due."""

@@ -199,6 +199,8 @@ class Lifecycle(LoadBack):
         key_length = len(key) // self.tree.unit
         if key_length <= lease.tree_owned:
             return None
+        if self.tree.copying:
+            self._settle_loads(key, lease.namespace)
         inputs = [side.insert_input(buffer, key_length)
                   for side, buffer in zip(self.sides, lease.buffers)]
         result = self.tree.insert(key, inputs, lease.namespace, borrowed=lease.tree_owned,

@@ -53,15 +53,16 @@ class LoadBack(CacheBase):
         """The device match, the longer prefix host values make usable, and the device
         slots its load-back needs per component; ``found`` twice and ``None`` when the host
         adds nothing. Pure, except that a load-back would rest on the device values of a
-        load-back still in flight (on ``found``'s path): it first waits for that copy (if it
-        failed, taking its values back would leave this one's nodes on device below
+        load-back still in flight (anywhere on the merged path: the device match may end
+        before such a node, e.g. where no state is on device): it first waits for that copy
+        (if it failed, taking its values back would leave this one's nodes on device below
         host-only ones) and matches again."""
         host = self.host
         assert host is not None
         merged = self.tree.host_match(key, space)
         if merged.length <= found.length or merged.node is None:
             return found, found, None
-        pending = self._loads_on(found.path)
+        pending = self._loads_on(merged.path)
         if pending:
             host.wait(pending)
             found = self.tree.match(key, space, touch=False)

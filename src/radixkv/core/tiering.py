@@ -87,6 +87,17 @@ class Tiering(TreeState):
         path = [n for n in path if n.start < length]
         return TreeMatch(length, path[-1] if path else None, path, branch)
 
+    def loading(self, key: bytes, namespace: Namespace) -> list[int]:
+        """Tickets of the load-backs in flight to the nodes along ``key`` (what an insert
+        of ``key`` runs through and would take values from). Pure; O(depth)."""
+        node = self.roots.get(namespace)
+        if node is None or not self.copying:
+            return []
+        path, _ = self._walk(node, key)
+        copying = self.copying
+        return [record.ticket for current in path for record in copying.get(current.id, ())
+                if record.tier == DEVICE]
+
     def _walk(self, node: Node, key: bytes) -> tuple[list[Node], int]:
         page_bytes, pos, path = self.page_bytes, 0, []
         end = len(key) - len(key) % page_bytes
