@@ -49,32 +49,20 @@ class LoadBack(CacheBase):
     # ------------------------------------------------------------------ admission
 
     def _host_prefix(self, key: bytes, space: Namespace, found: TreeMatch
-                     ) -> tuple[TreeMatch, TreeMatch, list[int] | None]:
-        """The device match, the longer prefix host values make usable, and the device
-        slots its load-back needs per component; ``found`` twice and ``None`` when the host
-        adds nothing. Pure, except that a load-back would rest on the device values of a
-        load-back still in flight (anywhere on the merged path: the device match may end
-        before such a node, e.g. where no state is on device): it first waits for that copy
-        (if it failed, taking its values back would leave this one's nodes on device below
-        host-only ones) and matches again."""
+                     ) -> tuple[TreeMatch, list[int] | None]:
+        """The longer prefix host values make usable, with the device slots its load-back
+        needs per component; ``found`` and ``None`` when the host adds nothing, or when a
+        node of that prefix is being loaded back already (a copy that may still fail must
+        not have another below or beside it). Pure."""
         host = self.host
         assert host is not None
         merged = self.tree.host_match(key, space)
         if merged.length <= found.length or merged.node is None:
-            return found, found, None
-        pending = self._loads_on(merged.path)
-        if pending:
-            host.wait(pending)
-            found = self.tree.match(key, space, touch=False)
-            return self._host_prefix(key, space, found)
-        return found, merged, host.load_sizes(merged.node, merged.length)
-
-    def _loads_on(self, path: list[Node]) -> list[int]:
+            return found, None
         copying = self.tree.copying
-        if not copying:
-            return []
-        return [record.ticket for node in path for record in copying.get(node.id, ())
-                if record.tier == DEVICE]
+        if copying and any(r.tier == DEVICE for n in merged.path for r in copying.get(n.id, ())):
+            return found, None  # a prefix still loading is not loaded twice: admit without
+        return merged, host.load_sizes(merged.node, merged.length)
 
     def _start_load(self, lock: Lock, device_length: int, length: int) -> None:
         """Submit the load-back of the locked prefix (its device room was ensured)."""

@@ -57,8 +57,7 @@ class HostTierController:
         """Nodes whose uses reached the threshold, to back up at the next flush."""
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
-        self._held: list[Completion] = []
-        """Acknowledgements a :meth:`wait` saw but did not apply (see there)."""
+        self._deferred: list[Completion] = []
         self.listener: Callable[[CopyRecord, bool], None] | None = None
         """Told of each batch before it is applied (the cache fails or readies the leases
         waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
@@ -78,34 +77,11 @@ class HostTierController:
         del inserted  # an insert is the node's first use: hits + 1 already counts it
 
     def flush(self) -> None:
-        """Back up every due node still live (one batch). A node at or below a node whose
-        backup is still in flight stays due (see :meth:`pending_above`) for a later flush."""
+        """Back up every due node still live (one batch)."""
         if self.due:
             nodes = list(self.due.values())
             self.due.clear()
-            ready = []
-            for node in nodes:
-                if self.pending_above(node):
-                    self.due[node.id] = node
-                else:
-                    ready.append(node)
-            if ready:
-                self.backup(ready)
-
-    def pending_above(self, node: Node) -> list[int]:
-        """Tickets of the backups in flight to ``node`` or an ancestor. A backup planned
-        on top of one must wait for it: the plan counts the ancestor's host value as there,
-        and if that copy failed, taking the value back would leave this node on the host
-        below a node that is not. O(depth)."""
-        copying = self.tree.copying
-        if not copying:
-            return []
-        tickets = []
-        current: Node | None = node
-        while current is not None and current.parent is not None:
-            tickets += [r.ticket for r in copying.get(current.id, ()) if r.tier == HOST]
-            current = current.parent
-        return tickets
+            self.backup(nodes)
 
     def backup(self, nodes: Sequence[Node]) -> CopyRecord | None:
         """Copy the device values ``nodes`` (and their ancestors, see
@@ -240,26 +216,25 @@ class HostTierController:
             self.device.free_all(joined)
 
     def poll(self) -> list[tuple[CopyRecord, bool]]:
-        """Apply whatever the engine completed since the last poll (and what a
-        :meth:`wait` held back)."""
-        held, self._held = self._held, []
-        return self.finish(held + self.engine.poll())
+        """Apply whatever the engine completed since the last poll (and what a wait saw
+        and kept for later)."""
+        deferred, self._deferred = self._deferred, []
+        return self.finish([*deferred, *self.engine.poll()])
 
     def wait(self, tickets: Iterable[int]) -> list[tuple[CopyRecord, bool]]:
-        """Block until ``tickets`` completed and apply their acknowledgements. Others the
-        engine reports meanwhile are held for the next :meth:`poll`: a wait runs inside
-        admit, commit or eviction, whose caller may rely on the values another copy
-        placed (a load-back failing there would take back values a lease is being lent)."""
+        """Block until ``tickets`` completed and apply them. Other batches the engine
+        reports meanwhile are kept for the next :meth:`poll`: a wait inside an eviction
+        never changes what the caller of that eviction is working on."""
         wanted = {ticket for ticket in tickets if ticket in self.records}
         if not wanted:
             return []
-        now = [c for c in self._held if c.ticket in wanted]
-        self._held = [c for c in self._held if c.ticket not in wanted]
-        rest = wanted.difference(c.ticket for c in now)
-        seen = self.engine.wait(rest) if rest else []
-        now += [c for c in seen if c.ticket in wanted]
-        self._held += [c for c in seen if c.ticket not in wanted]
-        return self.finish(now)
+        mine = [c for c in self._deferred if c.ticket in wanted]
+        self._deferred = [c for c in self._deferred if c.ticket not in wanted]
+        missing = wanted.difference(c.ticket for c in mine)
+        seen = self.engine.wait(missing) if missing else []
+        mine += [c for c in seen if c.ticket in wanted]
+        self._deferred += [c for c in seen if c.ticket not in wanted]
+        return self.finish(mine)
 
     def settle_backups(self) -> bool:
         """Wait for every backup in flight (its locks keep device values from eviction);
@@ -293,7 +268,6 @@ class HostTierController:
         return node.values[count + index] is None and node.id not in self._skip
 
     def _back_up_before_eviction(self, node: Node) -> None:
-        self.wait(self.pending_above(node))  # see pending_above
         record = self.backup([node])
         done = [] if record is None else self.wait([record.ticket])
         if record is None or any(r is record and not ok for r, ok in done):
@@ -303,7 +277,7 @@ class HostTierController:
         """Wait for every copy in flight (their slots are about to be reused), then forget
         every host value; the caller resets the tree and the device pools."""
         self.wait(list(self.records))
-        self._held.clear()
+        self._deferred.clear()
         for pool in self.pools:
             pool.reset()
         self.due.clear()
