@@ -9,7 +9,7 @@ be bitwise equal to the uncached run. Then the same with a host tier (:data:`HOS
 device pools so small that most reused prefixes were evicted from device memory and come
 back from host memory, through copies that land after a random delay, out of order; each
 run prints how many reused tokens the device served alone and how many needed host
-memory. Takes about half a minute on 2 cores.
+memory. Takes about half a minute of CPU.
 """
 
 from __future__ import annotations

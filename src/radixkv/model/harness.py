@@ -64,7 +64,7 @@ class VerifyReport:
     ``hit_tokens``: prompt tokens every admission reused (the cache's
     ``stats().hit_tokens``, reruns of preempted or failed requests included); ``host``:
     the host tier's stats (``None`` without one), whose ``host_hit_tokens`` are the part of
-    ``hit_tokens`` copied back from host memory (:attr:`host_share`).
+    ``hit_tokens`` only host values made usable, copied back (:attr:`host_share`).
     """
 
     groups: list[GroupVerdict]
