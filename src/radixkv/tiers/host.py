@@ -98,16 +98,23 @@ class HostTierController:
         if not planned:
             return None
         sizes = self._sizes(planned)
-        if not self._host_room(sizes):
+        if not self._host_room(sizes, planned):
             self.counters.skipped_backups += 1
             return None
         slots = [pool.alloc(size) if size else None for pool, size in zip(self.pools, sizes)]
         return self._submit(planned, sizes, slots, HOST)
 
-    def _host_room(self, sizes: Sequence[int]) -> bool:
+    def _host_room(self, sizes: Sequence[int], planned: Planned) -> bool:
         short = [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
         if any(short):
-            result = self.tree.evict_host(short)
+            # the plan counts the host values of the planned nodes' ancestors as there:
+            # host eviction must not take them (the locks pin the paths on every tier)
+            locks = [self.tree.lock(node) for node, _ in planned]
+            try:
+                result = self.tree.evict_host(short)
+            finally:
+                for lock in locks:
+                    self.tree.unlock(lock)
             self.free_host(result.freed)
         return all(size <= pool.available for pool, size in zip(self.pools, sizes))
 
