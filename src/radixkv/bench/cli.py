@@ -18,6 +18,10 @@ SPEC_OPERATIONS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
 OPERATIONS = (*SPEC_OPERATIONS, "admit_finish")
 WORKLOADS = ("reference", "short")
 PAGE_HASHES = ("sha256", "xxh3_128")  # radixkv.core.hashing.PAGE_HASHES (not imported here)
+TIER_OPERATIONS = ("match_idle", "match_host", "admit_load_back", "evict_demote",
+                   "evict_write_back")
+"""The operations of ``bench tiers`` (:data:`radixkv.bench.tiers.TIER_OPS`), spelled out
+so that building the parser imports nothing."""
 
 
 def _positive(text: str) -> int:
@@ -97,6 +101,7 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                         default=list(PAGE_HASHES), help="page hashes with events on")
     events.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="write every round's results and the summary as JSON")
+    _add_tiers(sub)
     sim = sub.add_parser(
         "sim", help="requests per second of wall time the simulator runs",
         description="Run a chat workload through the simulator (radixkv.sim) with a FULL "
@@ -107,7 +112,47 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
     add_speed(sim)
 
 
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise ValueError(text)
+    return value
+
+
+_share.__name__ = "a share in (0, 1)"
+
+
+def _add_tiers(sub: Any) -> None:
+    tiers = sub.add_parser(
+        "tiers", help="host-tier operations against the same operations with the tier off",
+        description="Time match with host hits, admit with load-back (poll until ready, "
+        "finish), eviction with demotion and write-back eviction on caches with a host tier, "
+        "and the same operations on the same inputs with the tier off, in the same rounds; "
+        "report ops/s, p50 and the tier-on/tier-off ratio. The copy engine moves no bytes "
+        "(NumpyCopyEngine without buffers): this measures the cache's bookkeeping.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    tiers.add_argument("--num-seqs", type=_positive, default=2000, metavar="N",
+                       help="sequences N of the reference workload")
+    tiers.add_argument("--rounds", type=_positive, default=3, metavar="N",
+                       help="rounds; medians reported")
+    tiers.add_argument("--page-size", nargs="+", type=_positive, default=[16], metavar="N")
+    tiers.add_argument("--device-share", type=_share, default=0.25, metavar="F",
+                       help="device FULL slots as a share of the tokens the tree holds")
+    tiers.add_argument("--evict-batch", type=_positive, default=512, metavar="N",
+                       help="tokens per timed eviction")
+    tiers.add_argument("--ops", nargs="+", choices=TIER_OPERATIONS,
+                       default=list(TIER_OPERATIONS), help="operations to time")
+    tiers.add_argument("--verify", action="store_true",
+                       help="check invariants after every warm-up op and at the end")
+    tiers.add_argument("--json", type=Path, default=None, metavar="PATH")
+    tiers.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.bench_command == "tiers":
+        from .tier_run import run_tiers
+
+        return run_tiers(args)
     if args.bench_command == "scale":
         from .scale import run_scale
 
@@ -121,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_speed(args)
     if args.bench_command != "ops":
-        print("radixkv bench: choose a benchmark (ops, scale, events, sim)", file=sys.stderr)
+        print("radixkv bench: choose a benchmark (ops, scale, events, tiers, sim)", file=sys.stderr)
         return 2
     return _run_ops(args)
 
