@@ -115,3 +115,19 @@ def test_without_matplotlib_the_report_is_written_and_plots_are_skipped(
     assert code == 0
     assert "matplotlib is not installed" in capsys.readouterr().out
     assert (tmp_path / "report.json").exists() and not list(tmp_path.glob("*.png"))
+
+
+def test_sim_run_with_a_host_tier_reports_hits_per_tier(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sim", "run", "--workload", "chat", "--param", "sessions=16", "turns=3",
+                 "rate=4", "think=20", "--capacity", "12K", "--host-capacity", "1M",
+                 "--write-policy", "write_through_selective", "--no-plots",
+                 "--out", str(tmp_path)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "== full 12K + host 1M ==" in out and "token hit rate by tier: device" in out
+    run = json.loads((tmp_path / "report.json").read_text())["runs"][0]
+    assert run["config"]["host_capacity"] == 1_000_000
+    assert run["config"]["write_policy"] == "write_through_selective"
+    assert run["hit_rate_by_tier"]["host"] > 0
+    assert main(["sim", "run", "--capacity", "1M", "--host-capacity", "inf"]) == 1

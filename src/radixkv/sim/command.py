@@ -14,6 +14,8 @@ from ..cli import _at_least
 COMBOS = ("full", "full+swa", "full+mamba", "full+swa+mamba")
 ROUTERS = ("round-robin", "least-loaded", "kv-aware")
 WORKLOADS = ("system", "chat", "fewshot", "agent")
+WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
+""":data:`radixkv.tiers.WRITE_POLICIES`, spelled out so that the parser imports nothing."""
 
 
 _positive = _at_least(1)
@@ -82,6 +84,11 @@ def _setup_options(parser: argparse.ArgumentParser, default_capacity: list[str],
                        help="MAMBA: save states where the cache hints (branch points, prompt "
                        "ends) and every track interval (on), every track interval only "
                        "(off), or run both")
+    cache.add_argument("--host-capacity", default=None, metavar="TOKENS",
+                       help="a host-memory tier of this many tokens (1M, 500K, ...) under every "
+                       "run; copies take the preset's host_bandwidth (none: no host tier)")
+    cache.add_argument("--write-policy", choices=WRITE_POLICIES, default="write_through",
+                       help="when the host tier backs a node up (with --host-capacity)")
     engine = parser.add_argument_group("engine")
     engine.add_argument("--preset", default="8b-h100", help="cost model preset")
     engine.add_argument("--max-batch-tokens", type=_positive, default=8192)

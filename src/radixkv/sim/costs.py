@@ -12,9 +12,12 @@ token for each decoding request (context ``c`` tokens). Its time is
 matmul time of one token, ``attn_pair`` one query-key pair of one attention layer in prefill,
 ``kv_read`` reading one cached token's K and V in one layer during decode, ``ssm_token`` one
 token of a state-space scan in prefill, ``ssm_state`` reading and writing one request's state
-in decode. ``host_bandwidth`` and ``storage_bandwidth`` (tokens of KV per second) are the
-copy speeds of the host and storage tiers: they are part of the model, but radixkv has no
-such tiers yet, so nothing is copied and they are unused. All times are seconds.
+in decode. ``host_bandwidth`` (tokens of KV per second, every layer's K and V of a token)
+is the copy speed between device and host memory, each way: a simulated engine with a host
+tier spends ``tokens / host_bandwidth`` seconds on each backup or load-back
+(:class:`~radixkv.sim.copies.SimCopyEngine`); ``None``: copies take no time.
+``storage_bandwidth`` is the storage tier's, which radixkv does not have yet (unused). All
+times are seconds.
 
 The presets are **assumptions** (rough roofline numbers for a kind of model on a kind of
 GPU), not measurements; see docs/simulator.md.
@@ -78,14 +81,20 @@ class CostModel:
 PRESETS = {
     # an 8B dense model (32 layers, GQA with 8 KV heads) on one H100-class GPU: 16 GB of
     # weights at ~2.6 TB/s, ~400 TFLOP/s sustained, 4 KiB of KV per token and layer
+    # (128 KiB of KV per token); host copies over PCIe 5.0 x16 at ~50 GB/s each way
     "8b-h100": CostModel("8b-h100", full_layers=32, overhead=2e-3, weights=6.2e-3,
-                         linear=4e-5, attn_pair=4.1e-11, kv_read=1.6e-9),
+                         linear=4e-5, attn_pair=4.1e-11, kv_read=1.6e-9,
+                         host_bandwidth=3.8e5),
     # a 70B dense model (80 layers) with tensor parallelism over 8 such GPUs: each holds an
-    # eighth of the weights and of the KV heads; all-reduces add to the overhead
+    # eighth of the weights and of the KV heads; all-reduces add to the overhead; each GPU
+    # copies its 40 KiB per token of KV over its own ~50 GB/s link, all eight at once
     "70b-8xh100": CostModel("70b-8xh100", full_layers=80, overhead=4e-3, weights=6.7e-3,
-                            linear=4.4e-5, attn_pair=1.0e-11, kv_read=2.0e-10),
-    # a small 1B model on a 24 GB inference card: cheap matmuls, overhead-bound decode
+                            linear=4.4e-5, attn_pair=1.0e-11, kv_read=2.0e-10,
+                            host_bandwidth=1.2e6),
+    # a small 1B model on a 24 GB inference card: cheap matmuls, overhead-bound decode;
+    # 32 KiB of KV per token over PCIe 4.0 x16 at ~25 GB/s
     "1b-l4": CostModel("1b-l4", full_layers=16, overhead=1.5e-3, weights=8e-3,
-                       linear=2.5e-5, attn_pair=6e-11, kv_read=1.5e-9),
+                       linear=2.5e-5, attn_pair=6e-11, kv_read=1.5e-9,
+                       host_bandwidth=7.6e5),
 }
 DEFAULT_PRESET = "8b-h100"

@@ -17,6 +17,13 @@ see :class:`DecodeBatch`); decode memory is taken ``decode_reserve`` tokens ahea
 request, the most recently admitted other request is preempted: aborted (its committed
 prompt pages stay cached) and put back at the head of the queue; a request that cannot run
 even alone is rejected.
+
+With a host tier (``CacheConfig(host=...)``) the cache's copies go through a
+:class:`~radixkv.sim.copies.SimCopyEngine` whose copies take the cost model's
+``host_bandwidth``: requests are admitted with ``load_back=True``, and one whose lease is
+not ready waits (it is not prefilled) until the engine's polls see its load-back land;
+when nothing else can run, the clock jumps to the next copy's completion. A wait the cache
+makes inside a call (a backup that eviction needs) blocks the engine until it ends.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from dataclasses import dataclass, replace
 from .. import CacheConfig, PrefixCache
 from ..errors import OutOfSlotsError
 from .batch import DecodeBatch
+from .copies import SimCopyEngine
 from .costs import CostModel
 from .jobs import Job, JobOps
 from .keys import PrefixIndex
@@ -59,7 +67,9 @@ class SimEngine:
     def __init__(self, config: EngineConfig, index: int = 0) -> None:
         cache_config = replace(config.cache, events=True) if config.events else config.cache
         self.config, self.index = config, index
-        self.cache = PrefixCache(cache_config)
+        self.copies = None if cache_config.host is None else SimCopyEngine(
+            config.cost.host_bandwidth, lambda: self.now)
+        self.cache = PrefixCache(cache_config, self.copies)
         self.ops = JobOps(self.cache, config.hints, config.decode_reserve)
         self.cost = config.cost
         self.page = cache_config.page_size
@@ -100,16 +110,36 @@ class SimEngine:
         """Admit, then run one step (or a jump of decode steps, ending by ``horizon`` when
         a request arrives then); return the jobs that finished or were rejected."""
         done: list[Job] = []
+        if self.copies is not None:
+            self.cache.poll()
         self._admit(done)
         if self.running:
-            if self._unprefilled:
+            if not self._unprefilled:
+                self._decode_jump(horizon, done)
+            elif self.copies is None or self._runnable():
                 self._mixed_step(done)
             else:
-                self._decode_jump(horizon, done)
+                self._await_copies()
             self.steps += 1
+        if self.copies is not None and self.copies.blocked_until > self.now:
+            self.now = self.copies.blocked_until
         self._drain_events()
         self._sample()
         return done
+
+    def _runnable(self) -> bool:
+        """Whether a step has work: a decoding request, or a prefill not waiting for its
+        load-back."""
+        return bool(len(self.batch)) or any(
+            job.lease is not None and job.lease.ready for job in self.prefilling)
+
+    def _await_copies(self) -> None:
+        """Every running request waits for a load-back: jump to the next completion."""
+        assert self.copies is not None
+        end = self.copies.next_completion()
+        assert end is not None, "a request waits for a copy that is not in flight"
+        self.now = max(self.now, end)
+        self.steps -= 1  # no step ran
 
     # ------------------------------------------------------------------ admission
 
@@ -136,7 +166,7 @@ class SimEngine:
 
     def _record_admission(self, job: Job, hit: int) -> None:
         record = job.record
-        record.hit = hit
+        record.hit, record.host_hit = hit, job.host_hit
         if record.admitted is None:
             record.admitted = self.now
         self._drain_events()
@@ -175,6 +205,8 @@ class SimEngine:
         for job in self.prefilling:
             if budget <= 0:
                 break
+            if job.lease is not None and not job.lease.ready:
+                continue  # its load-back has not landed: nothing to compute on yet
             tokens, past = min(job.prompt_len - job.computed, budget), job.computed
             self._unprefilled -= tokens
             budget -= tokens

@@ -27,9 +27,10 @@ class Job:
     the page keys, in its namespace, of all it may cache (the prompt and the fed answer);
     ``keys``: those of the prompt. ``seen`` and ``seen_any``: what earlier requests had of
     this prompt (this namespace / any), set on arrival. ``base`` and ``generation``: see
-    :class:`~radixkv.sim.batch.DecodeBatch`."""
+    :class:`~radixkv.sim.batch.DecodeBatch`. ``host_hit``: prompt tokens its last
+    admission loads back from the host tier."""
 
-    __slots__ = ("base", "computed", "extended", "fed", "generation", "hints", "keys",
+    __slots__ = ("base", "computed", "extended", "fed", "generation", "hints", "host_hit", "keys",
                  "lease", "output_len", "prompt_len", "record", "request", "salt", "seen",
                  "seen_any", "sequence_keys")
 
@@ -40,6 +41,7 @@ class Job:
         self.keys = sequence_keys[: len(request.prompt) // page]
         self.lease: Lease | None = None
         self.computed = self.fed = self.extended = self.seen = self.seen_any = 0
+        self.host_hit = 0
         self.base = self.generation = 0
         self.hints: tuple[int, ...] = ()
         self.prompt_len, self.output_len = len(request.prompt), len(request.output)
@@ -73,9 +75,13 @@ class JobOps:
         self.skipped_checkpoints = 0
 
     def admit(self, job: Job) -> Lease:
-        """Raises :class:`OutOfSlotsError` with nothing changed when it cannot fit."""
-        prompt = job.request.prompt
-        lease = self.cache.admit(prompt, job.request.namespace, max_match=len(prompt) - 1)
+        """Raises :class:`OutOfSlotsError` with nothing changed when it cannot fit. With a
+        host tier, loads back what the host holds beyond the device prefix."""
+        prompt, host = job.request.prompt, self.cache.host
+        before = 0 if host is None else host.counters.host_hit_tokens
+        lease = self.cache.admit(prompt, job.request.namespace, max_match=len(prompt) - 1,
+                                 load_back=host is not None)
+        job.host_hit = 0 if host is None else host.counters.host_hit_tokens - before
         job.lease, job.computed, job.fed, job.extended = lease, lease.cached_length, 0, 0
         if self.mamba:
             job.hints = lease.checkpoint_hints if self.use_hints else self._intervals(

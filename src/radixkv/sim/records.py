@@ -28,7 +28,8 @@ REASONS = ("hit", "evicted_full", "swa_mamba_missing", "never_cached", "not_cach
 class RequestRecord:
     """Times are simulated seconds; ``None`` for what did not happen. ``hit``: prompt
     tokens reused at the (last) admission. ``rejected``: could never fit in memory.
-    ``turn``: the request's turn in its chat or agent loop (workloads that have turns)."""
+    ``turn``: the request's turn in its chat or agent loop (workloads that have turns).
+    ``host_hit``: the part of ``hit`` loaded back from the host tier."""
 
     rid: int
     arrival: float
@@ -43,6 +44,7 @@ class RequestRecord:
     rejected: bool = False
     losses: dict[str, int] = field(default_factory=dict)
     turn: int | None = None
+    host_hit: int = 0
 
     @property
     def ttft(self) -> float | None:

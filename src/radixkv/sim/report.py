@@ -23,6 +23,8 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
     served = [r for r in records if not r.rejected]
     prompt = sum(r.prompt_len for r in served)
     hits = sum(r.hit for r in served)
+    host_hits = sum(r.host_hit for r in served)
+    tiered = result.config.engine.cache.host is not None
     losses = {name: sum(r.losses.get(name, 0) for r in served) for name in REASONS}
     ideal = prompt - sum(losses[name] for name in ("not_cached_yet", "other_namespace",
                                                     "never_seen", "uncacheable_tail"))
@@ -36,7 +38,10 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
         "hit_tokens": hits,
         "token_hit_rate": _ratio(hits, prompt),
         "request_hit_rate": _ratio(sum(r.hit > 0 for r in served), len(served)),
-        "hit_rate_by_tier": {"device": _ratio(hits, prompt), "host": None, "storage": None},
+        "hit_rate_by_tier": {"device": _ratio(hits - host_hits, prompt),
+                             "host": _ratio(host_hits, prompt) if tiered else None,
+                             "storage": None},
+        "host_hit_tokens": host_hits,
         "hit_rate_by_component": _by_component(result, hits, losses, prompt),
         "ideal_hit_rate": _ratio(ideal, prompt),
         "gap_to_unbounded": _ratio(ideal - hits, prompt),
@@ -82,6 +87,9 @@ def _config(result: SimResult) -> dict[str, Any]:
             "ssm": engine.cost.ssm_layers},
         "max_batch_tokens": engine.max_batch_tokens, "max_running": engine.max_running,
         "engines": result.config.engines, "router": result.config.router,
+        "host_capacity": None if cache.host is None else cache.host.capacity,
+        "write_policy": None if cache.host is None else cache.host.write_policy,
+        "host_bandwidth": engine.cost.host_bandwidth,
     }
 
 
@@ -102,6 +110,25 @@ def _engine(engine: Any) -> dict[str, Any]:
         "evictions": {kind: dict(c.evicted) for kind, c in stats.components.items()},
         "pool_capacity": {kind: c.pool_capacity for kind, c in stats.components.items()},
         "memory": {"columns": names, "samples": [list(s) for s in samples]},
+        "host": _host(engine, stats.host),
+    }
+
+
+def _host(engine: Any, host: Any) -> dict[str, Any] | None:
+    """The host tier's counters and the copy streams' time (``None`` without a tier)."""
+    if host is None:
+        return None
+    copies = engine.copies
+    return {
+        "write_policy": host.write_policy, "backup_batches": host.backup_batches,
+        "load_batches": host.load_batches, "skipped_backups": host.skipped_backups,
+        "host_hit_tokens": host.host_hit_tokens, "load_requests": host.load_requests,
+        "components": {name: {"cached": c.cached, "pool_capacity": c.pool_capacity,
+                              "backed_up": c.backed_up, "loaded": c.loaded,
+                              "evicted": dict(c.evicted)}
+                       for name, c in host.components.items()},
+        "copy_seconds": {d.name.lower(): t for d, t in copies.busy.items()},
+        "blocked_seconds": copies.blocked,
     }
 
 
@@ -155,4 +182,5 @@ def records_table(records: list[RequestRecord]) -> list[dict[str, Any]]:
     """Per-request rows for the JSON file."""
     return [{"rid": r.rid, "engine": r.engine, "arrival": r.arrival, "prompt": r.prompt_len,
              "output": r.output_len, "hit": r.hit, "ttft": r.ttft, "latency": r.latency,
-             "preemptions": r.preemptions, "rejected": r.rejected} for r in records]
+             "host_hit": r.host_hit, "preemptions": r.preemptions, "rejected": r.rejected}
+            for r in records]

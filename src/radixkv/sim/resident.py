@@ -1,5 +1,6 @@
 """ResidentIndex: what one engine's cache holds on device, rebuilt from its KV events only,
-as a KV-aware router sees it (BlockStored adds pages, BlockRemoved drops them)."""
+as a KV-aware router sees it (BlockStored adds pages, BlockRemoved drops them; events of
+the host tier's medium are not about the device and are skipped)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import numpy as np
 
 from .. import AllBlocksCleared, BlockRemoved, BlockStored
 from .keys import PrefixIndex, namespace_salt, prefix_sums
+
+HOST_MEDIUM = "CPU"
+"""The medium the cache's host tier announces its pages on."""
 
 
 class ResidentIndex:
@@ -23,6 +27,8 @@ class ResidentIndex:
 
     def feed(self, events: Iterable[object]) -> None:
         for event in events:
+            if getattr(event, "medium", None) == HOST_MEDIUM:
+                continue  # the host tier's pages: not on device
             if isinstance(event, BlockStored):
                 self._stored(event)
             elif isinstance(event, BlockRemoved):

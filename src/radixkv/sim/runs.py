@@ -36,7 +36,8 @@ def shapes(args: argparse.Namespace) -> list[Shape]:
     base = Shape(window=args.window, track_interval=args.track_interval,
                  mamba_states=args.mamba_states, preset=args.preset,
                  max_batch_tokens=args.max_batch_tokens, max_running=args.max_running,
-                 engines=args.engines)
+                 engines=args.engines, host_capacity=host_capacity(args.host_capacity),
+                 write_policy=args.write_policy)
     out = []
     for combo in dict.fromkeys(args.components):
         components = tuple(combo.split("+"))
@@ -48,6 +49,16 @@ def shapes(args: argparse.Namespace) -> list[Shape]:
                     for page in dict.fromkeys(_listed(args.page_size))
                     for router in dict.fromkeys(_listed(args.router))]
     return out
+
+
+def host_capacity(text: str | None) -> int | None:
+    """``--host-capacity``: tokens, or ``None`` for no host tier (it must be finite)."""
+    if text is None:
+        return None
+    tokens = parse_capacity(text)
+    if tokens is None:
+        raise ValueError("the host capacity must be a number of tokens, not unbounded")
+    return tokens
 
 
 def _listed(value: object) -> list[object]:
@@ -67,6 +78,8 @@ def label(shape: Shape, capacity: int | None, varying: set[str]) -> str:
     if "router" in varying and shape.engines > 1:
         parts.append(shape.router)
     parts.append("inf" if capacity is None else _short(capacity))
+    if shape.host_capacity is not None:
+        parts.append(f"+ host {_short(shape.host_capacity)}")
     return " ".join(parts)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import CacheConfig
+from ..tiers import HostTier
 from .cluster import SimConfig
 from .costs import PRESETS, CostModel
 from .engine import EngineConfig
@@ -47,6 +48,9 @@ class Shape:
     max_running: int = 256
     engines: int = 1
     router: str = "round-robin"
+    host_capacity: int | None = None
+    """Host-tier slots (tokens; MAMBA gets ``mamba_states`` host states); ``None``: none."""
+    write_policy: str = "write_through"
 
     def cost(self) -> CostModel:
         window = self.window if "swa" in self.components else None
@@ -57,11 +61,19 @@ class Shape:
         tokens = unbounded_capacity(requests) if capacity is None else capacity
         tokens = -(-tokens // self.page_size) * self.page_size
         cache = CacheConfig(capacity=tokens, page_size=self.page_size, policy=self.policy,
-                            components=self.components, **self._hybrid())  # type: ignore[arg-type]
+                            components=self.components, host=self._host(),
+                            **self._hybrid())  # type: ignore[arg-type]
         engine = EngineConfig(cache, self.cost(), max_batch_tokens=self.max_batch_tokens,
                               max_running=self.max_running, hints=self.hints,
                               events=len(self.components) > 1)
         return SimConfig(engine, self.engines, self.router)
+
+    def _host(self) -> HostTier | None:
+        if self.host_capacity is None:
+            return None
+        slots = -(-self.host_capacity // self.page_size) * self.page_size
+        states = self.mamba_states if "mamba" in self.components else 0
+        return HostTier(capacity=slots, states=states, write_policy=self.write_policy)
 
     def _hybrid(self) -> dict[str, object]:
         extra: dict[str, object] = {}

@@ -28,6 +28,12 @@ def render(report: dict[str, Any]) -> str:
              f"requests with a hit {_pct(report['request_hit_rate'])}",
              f"prefill tokens computed {report['prefill_tokens_computed']:,}  "
              f"saved {report['prefill_tokens_saved']:,}"]
+    tiers = report["hit_rate_by_tier"]
+    if tiers["host"] is not None:
+        lines.append(f"token hit rate by tier: device {_pct(tiers['device']).strip()}  "
+                     f"host {_pct(tiers['host']).strip()}  "
+                     f"({report['config']['write_policy']}, host "
+                     f"{report['config']['host_capacity']:,} tokens)")
     turns = report.get("hit_rate_by_turn") or {}
     if turns:
         lines.append("hit rate by turn: " + "  ".join(
@@ -51,12 +57,14 @@ def render(report: dict[str, Any]) -> str:
 
 def render_table(reports: list[dict[str, Any]]) -> str:
     """One line per run: the comparison table of a sweep or a replay."""
+    host = any(r["hit_rate_by_tier"]["host"] is not None for r in reports)
     head = (f"{'run':<34} {'hit rate':>8} {'unbounded':>9} {'TTFT p50':>9} {'TTFT p99':>9}"
-            f" {'preempt':>7}")
+            f" {'preempt':>7}" + (f" {'of it host':>10}" if host else ""))
     rows = [head, "-" * len(head)]
     for report in reports:
         ttft = report["ttft_s"]
+        tier = f" {_pct(report['hit_rate_by_tier']['host']):>10}" if host else ""
         rows.append(f"{report['label']:<34} {_pct(report['token_hit_rate']):>8} "
                     f"{_pct(report['ideal_hit_rate']):>9} {_ms(ttft['p50']):>9} "
-                    f"{_ms(ttft['p99']):>9} {report['preempted']:>7}")
+                    f"{_ms(ttft['p99']):>9} {report['preempted']:>7}{tier}")
     return "\n".join(rows)
