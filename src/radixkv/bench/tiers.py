@@ -171,9 +171,11 @@ def run_evict(config: TierBenchConfig, size: Sizes, on: bool, policy: str) -> Ti
     cache = _populated(config, size, on, policy)
     batch = config.evict_batch
     calls = max(10, size.device * 3 // 4 // batch)  # within what a full device holds
+    before = cache.stats().evicted_tokens
     timing = _timed(cache, [batch] * calls, cache.evict, batch, config.verify)
     stats = cache.stats()
-    counts = {"calls": calls, "evicted_tokens": stats.evicted_tokens, "nodes": stats.nodes,
+    counts = {"calls": calls, "evicted_tokens": stats.evicted_tokens - before,
+              "nodes": stats.nodes,
               "host_cached": 0 if stats.host is None else
               stats.host.components["full"].cached}
     name = "evict_demote" if policy == "write_through" else "evict_write_back"
