@@ -95,3 +95,17 @@ def test_the_parser_offers_every_write_policy() -> None:
     from radixkv.tiers import WRITE_POLICIES
 
     assert tuple(WRITE_POLICIES) == command.WRITE_POLICIES
+
+
+def test_a_load_back_a_wait_inside_the_cache_saw_first_is_applied_at_the_next_poll() -> None:
+    # a write-back eviction waits for its backup; the copy engine reports a load-back that
+    # lands meanwhile, which the cache keeps for its next poll: the engine, finding every
+    # running request waiting and no copy in flight, polls instead of stalling (this chat
+    # run hits that once)
+    chats = make_workload("chat", sessions=64, turns=6, rate=4.0, think=20.0)
+    result = simulate(chats, Shape(host_capacity=2_000_000, write_policy="write_back")
+                      .config(30_000, chats))
+    (engine,) = result.engines
+    engine.cache.check_invariants()
+    assert not engine.busy and engine.copies is not None and engine.copies.in_flight == 0
+    assert summarize(result)["hit_rate_by_tier"]["host"] > 0.5

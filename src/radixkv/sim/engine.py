@@ -134,12 +134,18 @@ class SimEngine:
             job.lease is not None and job.lease.ready for job in self.prefilling)
 
     def _await_copies(self) -> None:
-        """Every running request waits for a load-back: jump to the next completion."""
+        """Every running request waits for a load-back: jump to the next completion (or, if
+        the engine has reported it already to a wait inside the cache, which keeps what it
+        did not wait for until the next poll, poll now)."""
         assert self.copies is not None
-        end = self.copies.next_completion()
-        assert end is not None, "a request waits for a copy that is not in flight"
-        self.now = max(self.now, end)
         self.steps -= 1  # no step ran
+        end = self.copies.next_completion()
+        if end is not None:
+            self.now = max(self.now, end)
+            return
+        self.cache.poll()
+        if not self._runnable():
+            raise RuntimeError("every running request waits for a copy that is not in flight")
 
     # ------------------------------------------------------------------ admission
 
