@@ -102,17 +102,19 @@ def test_no_backup_is_made_below_one_in_flight_so_a_failure_orphans_nothing() ->
     cache = PrefixCache(CacheConfig(capacity=64, page_size=4, host=HostTier(capacity=128)),
                         engine)
     cache.finish(cache.admit(FIRST))  # backup 1: [0, 8)
-    cache.finish(cache.admit(FIRST + REST))  # below backup 1, in flight: left for later
+    cache.finish(cache.admit(FIRST + REST))  # below backup 1, in flight: it stays due
     assert engine.tickets == [1]
-    engine.complete(1, ok=False)
-    cache.poll()
     cache.check_invariants()
-    host = cache.stats().host
-    assert host is not None and host.components["full"].cached == 0
-    assert host.failed_backups == 1
-    assert cache.match(FIRST + REST).length == 16  # the device values are untouched
-    cache.poll()  # that match was a use: both nodes are due, backed up in one batch
+    engine.complete(1, ok=False)
+    cache.poll()  # the failure leaves both nodes device-only; the due child goes now,
+    cache.check_invariants()  # with its parent (the host set stays closed to the root)
     assert engine.tickets == [1, 2]
+    host = cache.stats().host
+    assert host is not None and host.failed_backups == 1
+    assert host.components["full"].backed_up == 0
+    assert cache.match(FIRST + REST).length == 16  # the device values are untouched
     _settle(cache, engine)
-    assert cache.stats().host.components["full"].cached == 16  # type: ignore[union-attr]
+    host = cache.stats().host
+    assert host is not None and host.components["full"].backed_up == 16
+    assert host.components["full"].cached == 16 and host.copies_in_flight == 0
     cache.check_invariants()
