@@ -16,6 +16,7 @@ from ..core.keys import (
     validate_namespace,
 )
 from ..core.node import Node
+from ..core.tiers import DEVICE
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
@@ -169,6 +170,19 @@ class CacheBase:
             node = node.parent
         host.note_uses(path, inserted=True)
         host.flush()
+
+    def _settle_loads(self, key: bytes, space: Namespace) -> bool:
+        """Wait for the load-backs in flight into nodes on ``key``'s path; whether there
+        were any. Nothing is placed below a node being loaded back (an insert's new values,
+        another load-back): were its copy to fail, that would sit below a host-only node.
+        One test when no copy is in flight, else O(depth) plus the wait."""
+        host = self.host
+        if host is None or not self.tree.copying:
+            return False
+        tickets = self.tree.copies_along(key, space, DEVICE)
+        if tickets:
+            host.wait(tickets)
+        return bool(tickets)
 
     def _count_match(self, queried: int, found: TreeMatch, key: bytes, space: Namespace,
                      full_key: bytes | None = None) -> None:

@@ -85,6 +85,8 @@ class Direct(CacheBase):
         length = len(key) // self.tree.unit
         sides = self.sides
         inputs = [side.direct_input(part, length) for side, part in zip(sides, parts)]
+        if self.tree.copying:
+            self._settle_loads(key, space)
         result = self.tree.insert(key, inputs, space, priority=priority, ttl=ttl)
         cached = result.length
         leftovers = [side.direct_leftover(freed, part, length, cached)

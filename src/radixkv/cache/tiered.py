@@ -49,15 +49,19 @@ class LoadBack(CacheBase):
     # ------------------------------------------------------------------ admission
 
     def _host_prefix(self, key: bytes, space: Namespace, found: TreeMatch
-                     ) -> tuple[TreeMatch, list[int] | None]:
-        """The longer prefix host values make usable, with the device slots its load-back
-        needs per component; ``found`` and ``None`` when the host adds nothing. Pure."""
+                     ) -> tuple[int, TreeMatch, list[int] | None]:
+        """The device match length, the longer prefix host values make usable and the
+        device slots its load-back needs per component (``found`` and ``None`` when the host
+        adds nothing). Pure, but for first waiting for the load-backs in flight on the
+        path (see :meth:`_settle_loads`; ``found`` is then matched again)."""
         host = self.host
         assert host is not None
+        if self._settle_loads(key, space):
+            found = self.tree.match(key, space, touch=False)
         merged = self.tree.host_match(key, space)
         if merged.length <= found.length or merged.node is None:
-            return found, None
-        return merged, host.load_sizes(merged.node, merged.length)
+            return found.length, found, None
+        return found.length, merged, host.load_sizes(merged.node, merged.length)
 
     def _start_load(self, lock: Lock, device_length: int, length: int) -> None:
         """Submit the load-back of the locked prefix (its device room was ensured)."""

@@ -119,6 +119,28 @@ class Tiering(TreeState):
         ordered = sorted(needs.values(), key=lambda entry: entry[0].start)
         return [(n, tuple(sorted(indices))) for n, indices in ordered]
 
+    def copies_along(self, key: bytes, namespace: Namespace, tier: int) -> list[int]:
+        """Tickets of the in-flight copies to ``tier`` that write to a node on ``key``'s
+        path (the node it ends or leaves the tree in included); pure, O(depth)."""
+        root = self.roots.get(namespace)
+        if root is None or not self.copying:
+            return []
+        return self._tickets(self._walk(root, key)[0], tier)
+
+    def copies_above(self, node: Node, tier: int) -> list[int]:
+        """Tickets of the in-flight copies to ``tier`` that write to ``node`` or one of its
+        ancestors; pure, O(depth)."""
+        path = []
+        while node.parent is not None:
+            path.append(node)
+            node = node.parent
+        return self._tickets(path, tier)
+
+    def _tickets(self, path: Sequence[Node], tier: int) -> list[int]:
+        copying = self.copying
+        return sorted({record.ticket for node in path for record in copying.get(node.id, ())
+                       if record.tier == tier})
+
     # ------------------------------------------------------------------ around a copy
 
     def track(self, record: InFlight, planned: Planned) -> None:

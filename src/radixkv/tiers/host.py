@@ -57,6 +57,10 @@ class HostTierController:
         """Nodes whose uses reached the threshold, to back up at the next flush."""
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
+        self._deferred: list[Completion] = []
+        """Load-back acknowledgements that a wait inside eviction saw: applied by the next
+        :meth:`poll` / :meth:`wait`, so that a failed load-back never takes device values
+        back from under the operation that is evicting (an admit that read them)."""
         self.listener: Callable[[CopyRecord, bool], None] | None = None
         """Told of each batch before it is applied (the cache fails or readies the leases
         waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
@@ -76,10 +80,19 @@ class HostTierController:
         del inserted  # an insert is the node's first use: hits + 1 already counts it
 
     def flush(self) -> None:
-        """Back up every due node still live (one batch)."""
-        if self.due:
-            nodes = list(self.due.values())
-            self.due.clear()
+        """Back up every due node still live (one batch). A node below a backup in flight
+        stays due until that copy is acknowledged: were it to fail, a host value placed
+        under it would sit below a node without one."""
+        if not self.due:
+            return
+        nodes = list(self.due.values())
+        self.due.clear()
+        if self.tree.copying:
+            for node in nodes:
+                if self.tree.copies_above(node, HOST):
+                    self.due[node.id] = node
+            nodes = [node for node in nodes if node.id not in self.due]
+        if nodes:
             self.backup(nodes)
 
     def backup(self, nodes: Sequence[Node]) -> CopyRecord | None:
@@ -209,18 +222,34 @@ class HostTierController:
 
     def poll(self) -> list[tuple[CopyRecord, bool]]:
         """Apply whatever the engine completed since the last poll."""
-        return self.finish(self.engine.poll())
+        return self.finish([*self._undefer(), *self.engine.poll()])
 
     def wait(self, tickets: Iterable[int]) -> list[tuple[CopyRecord, bool]]:
         """Block until ``tickets`` completed, applying every acknowledgement seen."""
+        done = self.finish(self._undefer())
         wanted = [ticket for ticket in tickets if ticket in self.records]
-        return self.finish(self.engine.wait(wanted)) if wanted else []
+        return done + self.finish(self.engine.wait(wanted)) if wanted else done
+
+    def _undefer(self) -> list[Completion]:
+        deferred, self._deferred = self._deferred, []
+        return deferred
+
+    def _wait_backups(self, tickets: list[int]) -> list[tuple[CopyRecord, bool]]:
+        """Wait for the backups ``tickets`` inside an operation: apply the backups' acks
+        seen meanwhile and defer the load-backs' (see ``_deferred``)."""
+        if not tickets:
+            return []
+        seen = self.engine.wait(tickets)
+        records = self.records
+        loads = [c for c in seen if c.ticket in records and records[c.ticket].tier == DEVICE]
+        self._deferred.extend(loads)
+        return self.finish([c for c in seen if c not in loads])
 
     def settle_backups(self) -> bool:
         """Wait for every backup in flight (its locks keep device values from eviction);
         whether there was any."""
         tickets = [t for t, record in self.records.items() if record.tier == HOST]
-        self.wait(tickets)
+        self._wait_backups(tickets)
         return bool(tickets)
 
     # ------------------------------------------------------------------ device eviction
@@ -248,8 +277,10 @@ class HostTierController:
         return node.values[count + index] is None and node.id not in self._skip
 
     def _back_up_before_eviction(self, node: Node) -> None:
+        if self.tree.copying:  # the ancestors' backups first (see flush)
+            self._wait_backups(self.tree.copies_above(node, HOST))
         record = self.backup([node])
-        done = [] if record is None else self.wait([record.ticket])
+        done = [] if record is None else self._wait_backups([record.ticket])
         if record is None or any(r is record and not ok for r, ok in done):
             self._skip.add(node.id)  # no room or a failed copy: evict it without a backup
 
