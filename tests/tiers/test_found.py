@@ -101,3 +101,23 @@ def test_a_load_back_failing_during_an_admits_eviction_is_applied_after_the_admi
     assert cache.match(seq(0, 8)).host_length == 8
     assert cache.match(seq(100, 4)).host_length == 4  # backed up, then demoted
     assert cache.stats().components["full"].pool_available == 16
+
+
+def test_host_eviction_for_a_backup_spares_the_ancestors_the_backup_relies_on() -> None:
+    """Was: a backup of [2 | 0, 0] planned without its parent [2] (which had a host copy),
+    then made host room by evicting that very copy (the oldest host leaf): the new host
+    value sat below a node without one. The plan's nodes are now locked before the host
+    eviction (a lock pins the path), so it takes another host leaf."""
+    cache = TierCache(delayed(0), capacity=12, policy="fifo", components=("full", "swa"),
+                      sliding_window=3, host=HostTier(capacity=4, write_policy="write_back"))
+    for tokens, more in (([2], []), ([], [0, 0]), ([2], [0, 0])):
+        lease = cache.admit(tokens)
+        if more:
+            cache.extend(lease, more)
+        cache.finish(lease)
+    assert nodes(cache) == [(0, 1, [0], None), (0, 2, [1, 2], None), (1, 3, [3, 4], None)]
+    # fifo: [2], then [0, 0], then [2 | 0, 0] are backed up and tombstoned; the last
+    # backup needs 2 host slots with 1 free: the host copy of [0, 0] goes
+    assert cache.evict(swa=4) == {"full": 0, "swa": 5}
+    assert nodes(cache) == [(0, 1, [0], [0]), (0, 2, [1, 2], None), (1, 3, [3, 4], [3, 1])]
+    assert cache.stats().host.components["full"].evicted["budget"] == 2

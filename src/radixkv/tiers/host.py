@@ -104,11 +104,16 @@ class HostTierController:
         if not planned:
             return None
         sizes = self._sizes(planned)
+        # locked first: the host eviction that makes room must not take the host copy of an
+        # ancestor the plan left out because it had one
+        locks = [self.tree.lock(node) for node, _ in planned]
         if not self._host_room(sizes):
+            for lock in locks:
+                self.tree.unlock(lock)
             self.counters.skipped_backups += 1
             return None
         slots = [pool.alloc(size) if size else None for pool, size in zip(self.pools, sizes)]
-        return self._submit(planned, sizes, slots, HOST)
+        return self._submit(planned, sizes, slots, HOST, locks)
 
     def _host_room(self, sizes: Sequence[int]) -> bool:
         short = [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
@@ -157,8 +162,8 @@ class HostTierController:
                 sizes[index] += self.tree.components[index].value_size(node)
         return sizes
 
-    def _submit(self, planned: Planned, sizes: list[int],
-                slots: list[np.ndarray | None], tier: int) -> CopyRecord:
+    def _submit(self, planned: Planned, sizes: list[int], slots: list[np.ndarray | None],
+                tier: int, locks: list[Lock] | None = None) -> CopyRecord:
         """Place the destination values, lock the nodes, submit one batch, track it."""
         count, tree = len(self.pools), self.tree
         source_tier = HOST if tier == DEVICE else DEVICE
@@ -179,7 +184,8 @@ class HostTierController:
         names = [component.name for component in tree.components]
         copies = [Copy(names[i], direction, np.concatenate(sources[i]), part)
                   for i, part in enumerate(slots) if sizes[i] and part is not None]
-        locks = [tree.lock(node) for node, _ in planned]
+        if locks is None:
+            locks = [tree.lock(node) for node, _ in planned]
         record = CopyRecord(self.engine.submit(copies), tier, locks, sizes)
         tree.track(record, planned)
         self.records[record.ticket] = record
