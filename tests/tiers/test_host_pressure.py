@@ -149,3 +149,21 @@ def test_admit_refused_with_only_load_backs_pending_changes_nothing() -> None:
     cache.wait(loader)
     cache.abort(loader)
     assert cache.admit(C).ready
+
+
+def test_the_ack_of_a_split_load_back_readies_both_halves_and_both_leases() -> None:
+    cache = TierCache(delayed(2), capacity=16, host=HostTier(capacity=32))
+    cache.finish(cache.admit(seq(0, 8)))
+    cache.wait()
+    cache.evict(full=16)
+    loader = cache.admit(seq(0, 8), load_back=True)
+    rider = cache.admit([*seq(0, 4), 77])
+    assert len(cache.host.records) == 1
+    upper, lower = node_at(cache, seq(0, 4)), node_at(cache, seq(0, 8))
+    # the copy's and the loader's locks pin both halves, the rider's the upper one
+    assert (locks(cache, upper), locks(cache, lower)) == ([3], [2])
+    assert set(cache.wait(rider)) == {loader, rider}
+    assert loader.ready and rider.ready and not cache.tree.copying
+    assert (locks(cache, upper), locks(cache, lower)) == ([2], [1])
+    assert nodes(cache) == [(0, 4, seq(8, 4), seq(0, 4)), (4, 8, seq(12, 4), seq(4, 4))]
+    assert host_ledger(cache)["loaded"] == 8

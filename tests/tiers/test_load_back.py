@@ -13,7 +13,7 @@ from radixkv.tiers import HostTier
 
 from ..audited import assert_refused
 from ..components.support import seq
-from .support import TierCache, delayed, host_counters, host_ledger, kv_buffers, nodes
+from .support import TierCache, delayed, host_counters, host_ledger, kv_buffers, node_at, nodes
 
 
 def kv(tokens: list[int]) -> np.ndarray:
@@ -159,3 +159,40 @@ def test_admit_refused_while_load_backs_pin_the_pool_changes_nothing() -> None:
     assert lease.ready
     cache.abort(lease)
     assert cache.admit(seq(40, 8)).slots.tolist() == [*seq(1, 7), 0]
+
+
+def test_a_hybrid_load_back_copies_only_what_each_component_needs() -> None:
+    """FULL+SWA(2)+MAMBA: FULL needs every page of the prefix, SWA only the node holding
+    its window (the last 2 tokens), MAMBA only the state at the prefix end."""
+    cache = TierCache(delayed(1), capacity=16, components=("full", "swa", "mamba"),
+                      sliding_window=2, mamba_track_interval=4, mamba_states=4,
+                      host=HostTier(capacity=16, states=4))
+    full, _ = kv_buffers(cache.engine, "full", 16, 16)
+    swa, _ = kv_buffers(cache.engine, "swa", 16, 16)
+    states, _ = kv_buffers(cache.engine, "mamba", 4, 4)
+    lease = cache.admit(seq(0, 8))
+    full[lease.slots] = kv(seq(0, 8))
+    swa[lease.swa_slots] = kv(seq(0, 8))
+    assert [cache.checkpoint(lease, 4), cache.checkpoint(lease, 8)] == [1, 2]
+    states[[1, 2]] = [[4, 4], [8, 8]]
+    cache.finish(lease)
+    cache.wait()
+    assert cache.evict(full=16) == {"full": 8, "swa": 8, "mamba": 2}  # demoted, all of it
+    for array in (full, swa, states):
+        array[:] = -1
+    assert cache.match(seq(0, 8)).host_length == 8
+    lease = cache.admit([*seq(0, 8), 9], load_back=True)
+    (record,) = cache.host.records.values()
+    assert record.units == [8, 4, 1]
+    assert lease.slots.tolist() == [*seq(8, 8), 4]  # loaded, then its own page
+    assert (lease.start_of("swa"), lease.swa_slots.tolist()) == (4, [*seq(8, 4), 12])
+    assert lease.copy_state_from == 3
+    top, end = (cache.tree.node(node_at(cache, seq(0, n))) for n in (4, 8))
+    assert [cache.tree.value(top, i) is not None for i in range(3)] == [True, False, False]
+    assert [cache.tree.value(end, i) is not None for i in range(3)] == [True, True, True]
+    cache.wait(lease)
+    assert lease.ready
+    assert full[lease.slots[:8]].tolist() == kv(seq(0, 8)).tolist()
+    assert swa[lease.swa_slots[:4]].tolist() == kv(seq(4, 4)).tolist()
+    assert states[3].tolist() == [8, 8]
+    assert [host_ledger(cache, name)["loaded"] for name in ("full", "swa", "mamba")] == [8, 4, 1]
