@@ -1,119 +1,144 @@
-"""Shared helpers of the host tier tests.
-
-:class:`TierCache` is the audited cache of the scenario tests with a host tier and a
-:class:`NumpyCopyEngine` (delayed on request): ``check_invariants()`` audits both tiers and
-the copies in flight after every call that may mutate it, also when the call raises. A fresh
-pool hands out slots 0, 1, 2... in ascending order and reuses freed pages FIFO, so slot ids
-in these tests follow from the steps before them. :func:`kv_buffers` registers real numpy
-buffers (one row per slot) so that tests can check the bytes a copy moved.
-"""
+"""Shared pieces of the host-tier tests: a copy engine whose batches complete when the test
+says, an audited cache with a host tier, and a router-like check of the KV event stream."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Collection, Sequence
 from typing import Any
 
-import numpy as np
+from radixkv import AllBlocksCleared, BlockRemoved, BlockStored, CacheConfig, PrefixCache
+from radixkv.core.hashing import event_id, page_digests
+from radixkv.core.tiers import DEVICE, HOST, PRIMARY
+from radixkv.tiers import HostTier
+from radixkv.tiers.copy_engine import Completion, Copy, CopyEngine
 
-from radixkv import CacheConfig, PrefixCache
-from radixkv.core.keys import DEFAULT_NAMESPACE
-from radixkv.tiers import HostTier, NumpyCopyConfig, NumpyCopyEngine
+from ..audited import AuditedCache
 
-from ..components.support import AuditedCache
-
-
-class TierCache(AuditedCache):
-    """An audited PrefixCache with a host tier of ``host`` and the copy engine ``engine``."""
-
-    def __init__(self, engine: NumpyCopyEngine | None = None, *, host: HostTier,
-                 **config: Any) -> None:
-        self.engine = NumpyCopyEngine() if engine is None else engine
-        self.cache = PrefixCache(CacheConfig(host=host, **config), self.engine)
-        self.audit()
+GPU, CPU = "GPU", "CPU"
 
 
-def delayed(polls: int, **config: Any) -> NumpyCopyEngine:
-    """A copy engine whose batches complete on the ``polls + 1``-th poll."""
-    return NumpyCopyEngine(NumpyCopyConfig(delay_polls=polls, **config))
+class HeldEngine(CopyEngine):
+    """Batches complete only when :meth:`complete` releases them (in any order the test
+    picks); bookkeeping only, no bytes move."""
 
+    def __init__(self) -> None:
+        self.pending: dict[int, list[Copy]] = {}
+        self.released: dict[int, bool] = {}
+        self.tickets = 0
 
-def kv_buffers(engine: NumpyCopyEngine, name: str, device: int, host: int,
-               width: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Register zeroed device and host buffers of ``name`` (rows = slots) and return them."""
-    arrays = np.zeros((device, width), np.int64), np.zeros((host, width), np.int64)
-    engine.register(name, "device", arrays[0])
-    engine.register(name, "host", arrays[1])
-    return arrays
+    def submit(self, copies: Sequence[Copy]) -> int:
+        self.tickets += 1
+        self.pending[self.tickets] = list(copies)
+        return self.tickets
 
+    def complete(self, ticket: int, ok: bool = True) -> None:
+        assert ticket in self.pending and ticket not in self.released
+        self.released[ticket] = ok
 
-def node_at(cache: Any, tokens: list[int]) -> int:
-    """The handle of the node ``tokens`` end in (either tier), read without a match (no
-    hit counted, no recency)."""
-    key = np.asarray(tokens, dtype="<u4").tobytes()
-    found = cache.tree.host_match(key, DEFAULT_NAMESPACE)
-    assert found.node is not None and found.length == len(tokens)
-    node_id: int = found.node.id
-    return node_id
-
-
-def host_of(cache: Any, node_id: Any, index: int = 0) -> list[int] | None:
-    """Component ``index``'s host value on a node, as a list (``None``: none)."""
-    tree = cache.tree
-    value = tree.value(tree.node(node_id), index, 1)
-    return None if value is None else value.tolist()
-
-
-def device_of(cache: Any, node_id: Any, index: int = 0) -> list[int] | None:
-    """Component ``index``'s device value on a node, as a list (``None``: none)."""
-    tree = cache.tree
-    value = tree.value(tree.node(node_id), index)
-    return None if value is None else value.tolist()
-
-
-def nodes(cache: Any) -> list[tuple[int, int, list[int] | None, list[int] | None]]:
-    """Every node but the roots, by start then id: (start, end, device FULL, host FULL)."""
-    tree = cache.tree
-    rows = [(n.start, n.end, device_of(cache, n.id), host_of(cache, n.id))
-            for n in sorted(tree.nodes.values(), key=lambda n: (n.start, n.id))
-            if n.parent is not None]
-    return rows
-
-
-def settle(cache: Any) -> list[Any]:
-    """Wait for every copy in flight; the leases that became ready or failed."""
-    changed: list[Any] = cache.wait()
-    return changed
-
-
-class ProbeEngine(NumpyCopyEngine):
-    """A NumpyCopyEngine that, at each poll, first records what ``probe()`` reads of the
-    cache (set by the test): how the cache looks while a copy is still in flight, seen
-    from inside a call (an eviction) that waits for it."""
-
-    def __init__(self, polls: int) -> None:
-        super().__init__(NumpyCopyConfig(delay_polls=polls))
-        self.probe: Any = None
-        self.seen: list[Any] = []
-
-    def poll(self) -> list[Any]:
-        if self.probe is not None:
-            self.seen.append(self.probe())
-        done = super().poll()
-        if self.probe is not None and done:
-            self.seen.append(("acknowledged", [c.ticket for c in done]))
+    def poll(self) -> list[Completion]:
+        done = [Completion(ticket, ok) for ticket, ok in self.released.items()]
+        for completion in done:
+            del self.pending[completion.ticket]
+        self.released = {}
         return done
 
-
-def host_counters(cache: Any) -> dict[str, int]:
-    """The host tier's copy counters (stats().host), by name."""
-    host = cache.stats().host
-    names = ("backup_batches", "load_batches", "copies_in_flight", "failed_backups",
-             "failed_loads", "skipped_backups", "host_hit_tokens", "load_requests")
-    return {name: getattr(host, name) for name in names}
+    def wait(self, tickets: Collection[int]) -> list[Completion]:
+        for ticket in tickets:  # a blocking wait: the batch completes (successfully)
+            if ticket in self.pending and ticket not in self.released:
+                self.released[ticket] = True
+        return self.poll()
 
 
-def host_ledger(cache: Any, name: str = "full") -> dict[str, int]:
-    """One component's host ledger (stats().host): cached, evictable, protected, pool
-    available, backed_up, loaded."""
-    c = cache.stats().host.components[name]
-    return {"cached": c.cached, "evictable": c.evictable, "protected": c.protected,
-            "available": c.pool_available, "backed_up": c.backed_up, "loaded": c.loaded}
+class EventStream:
+    """Replays KV events as a router would, per medium, and fails on anything a router
+    would drop or misread: a parent never announced on that medium, a page stored twice,
+    a removal of a page not held or of a parent before its children, a partial page."""
+
+    def __init__(self, page_size: int) -> None:
+        self.page_size = page_size
+        self.held: dict[str, dict[int, int | None]] = {}
+        """Medium -> page id -> its parent's page id."""
+        self.children: dict[str, Counter[int]] = {}
+        self.clear()
+
+    def clear(self) -> None:
+        self.held = {GPU: {}, CPU: {}}
+        self.children = {GPU: Counter(), CPU: Counter()}
+
+    def apply(self, events: Sequence[Any]) -> None:
+        for event in events:
+            if isinstance(event, AllBlocksCleared):
+                self.clear()
+            elif isinstance(event, BlockStored):
+                self._stored(event)
+            else:
+                assert isinstance(event, BlockRemoved), event
+                self._removed(event)
+
+    def _stored(self, event: BlockStored) -> None:
+        held, children = self.held[event.medium], self.children[event.medium]
+        assert len(event.token_ids) == self.page_size * len(event.block_hashes), event
+        parent = event.parent_block_hash
+        assert parent is None or parent in held, f"{event.medium}: unannounced parent {event}"
+        for page in event.block_hashes:
+            assert page not in held, f"{event.medium}: page {page} stored twice"
+            held[page] = parent
+            if parent is not None:
+                children[parent] += 1
+            parent = page
+
+    def _removed(self, event: BlockRemoved) -> None:
+        held, children = self.held[event.medium], self.children[event.medium]
+        for page in reversed(event.block_hashes):
+            assert page in held, f"{event.medium}: removed page {page} was not held"
+            assert not children[page], f"{event.medium}: page {page} removed before children"
+            parent = held.pop(page)
+            if parent is not None:
+                children[parent] -= 1
+
+    def pages(self, medium: str) -> set[int]:
+        return set(self.held[medium])
+
+
+def resident(cache: PrefixCache, tier: int) -> set[int]:
+    """The page ids whose FULL value the tree holds on ``tier`` (on the host: acknowledged
+    backups only), read from the tree itself."""
+    tree, pages = cache.tree, set()
+    for node in list(tree.nodes.values()):
+        if node.parent is None or not tree.has(node, PRIMARY, tier):
+            continue
+        if tier == HOST and any(r.tier == HOST and PRIMARY in r.nodes[node.id][1]
+                                for r in tree.copying.get(node.id, ())):
+            continue  # placed, in flight: announced at the acknowledgement
+        pages.update(event_id(d) for d in page_digests(node, tree.page_bytes))
+    return pages
+
+
+class TieredCache(AuditedCache):
+    """An audited cache with a host tier and KV events: after every call it checks the
+    invariants, drains the events into :attr:`stream` (checked as a router would) and
+    keeps them for :meth:`drain`, then compares the stream with what the tree holds."""
+
+    def __init__(self, engine: CopyEngine, host: HostTier, **config: Any) -> None:
+        config.setdefault("events", True)
+        self.stream = EventStream(config.get("page_size", 1))
+        self.events: list[Any] = []
+        self.cache = PrefixCache(CacheConfig(host=host, **config), engine)
+        self.audit()
+
+    def audit(self) -> None:
+        self.cache.check_invariants()
+        events = self.cache.take_events()
+        self.stream.apply(events)
+        self.events.extend(events)
+        assert self.stream.pages(GPU) == resident(self.cache, DEVICE)
+        assert self.stream.pages(CPU) == resident(self.cache, HOST)
+
+    def drain(self) -> list[tuple[str, str, list[int], int | None]]:
+        """The events since the last drain as (type, medium, hashes, parent)."""
+        out = [(type(e).__name__, e.medium, list(e.block_hashes),
+                getattr(e, "parent_block_hash", None)) for e in self.events
+               if not isinstance(e, AllBlocksCleared)]
+        self.events = []
+        return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 from radixkv.tiers import HostTier
 
 from ..components.support import locks, seq
-from .support import TierCache, delayed, host_counters, host_ledger, host_of, node_at, nodes
+from .helpers import TierCache, delayed, host_counters, host_ledger, host_of, node_at, nodes, settle
 
 
 def _cache(policy: str, polls: int = 1, capacity: int = 16) -> TierCache:
@@ -113,9 +113,13 @@ def test_a_backup_below_a_backup_in_flight_waits_for_it() -> None:
                             (4, 8, [4, 5, 6, 7], [4, 5, 6, 7]),
                             (4, 8, [8, 9, 10, 11], None)]
     assert list(cache.host.due) == [leaf] and host_counters(cache)["backup_batches"] == 1
-    cache.wait()  # waits for the first copy, then backs the leaf up and waits for it
+    cache.wait()  # the first copy lands; the leaf waits for the next flush
+    assert host_of(cache, leaf) is None and list(cache.host.due) == [leaf]
+    cache.poll()
     assert host_of(cache, leaf) == [8, 9, 10, 11] and not cache.host.due
     assert host_counters(cache)["backup_batches"] == 2
+    cache.wait()
+    assert host_ledger(cache)["backed_up"] == 12
 
 
 def test_demotion_frees_the_device_slots_and_keeps_the_node_host_only() -> None:
@@ -141,7 +145,7 @@ def test_demotion_of_a_leaf_leaves_its_parent_on_device() -> None:
     cache = _cache("write_through")
     _cached(cache, seq(0, 8))
     _cached(cache, [*seq(0, 4), *seq(20, 4)])
-    cache.wait()
+    settle(cache)
     cache.match(seq(0, 8))  # [4, 8) of the first prompt is the more recent leaf
     assert cache.evict(full=4) == {"full": 4}
     assert nodes(cache) == [(0, 4, [0, 1, 2, 3], [0, 1, 2, 3]),

@@ -1,7 +1,9 @@
-"""Regression tests: what the host tier tests found, each as it first went wrong.
-
-Every one of these ended in ``InvariantError`` (a value placed below a node that a failed
-copy then stripped) or a crash half-way through an admit that leaked a slot."""
+"""Regression tests: cases these tests found breaking the first host tier (1603cc0), each
+ending in ``InvariantError`` (a value placed below a node that a failed copy then stripped)
+or in an admit crashing half-way with a slot leaked. Main fixed them meanwhile (inserts and
+load-backs stop at a node still loading, backups wait for one in flight above them, waits
+inside eviction defer load-back acknowledgements, host eviction spares the ancestors a
+backup relies on); these pin the fixed behaviour, step by step."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from radixkv.cache import LeaseState
 from radixkv.tiers import HostTier
 
 from ..components.support import seq
-from .support import TierCache, delayed, host_counters, host_of, node_at, nodes
+from .helpers import TierCache, delayed, host_counters, host_of, node_at, nodes, settle
 
 
 def _demoted(polls: int, capacity: int = 32, policy: str = "write_through",
@@ -24,55 +26,64 @@ def _demoted(polls: int, capacity: int = 32, policy: str = "write_through",
     return cache
 
 
-def test_an_insert_below_a_failing_load_back_waits_for_it_and_revives_the_prefix() -> None:
-    """Was: the insert ran on below [0, 8) while its load-back was in flight (freeing its
-    own slots of [0, 8) as duplicates); the load-back then failed, [0, 8) went host-only
-    again and the new leaf [8, 12) sat on device below it."""
+def test_an_insert_below_a_failing_load_back_caches_nothing_below_it() -> None:
+    """Was: the insert ran on below [0, 8) while its load-back was in flight; the copy
+    failed, [0, 8) went host-only again and the new leaf [8, 12) sat on device below it.
+    Now the insert stops at the node still loading (its slots all go back)."""
     cache = _demoted(polls=3)
     lease = cache.admit(seq(0, 8), load_back=True)
     (ticket,) = lease.waiting
     cache.engine.fail(ticket)
     allocation = cache.allocate(12)
-    assert allocation is not None
-    assert allocation.full.tolist() == seq(16, 12)
-    assert cache.insert(seq(0, 12), allocation) == 12  # waits for the load-back first
-    assert lease.state is LeaseState.FAILED
-    # [0, 8) revived with the inserted slots; the new leaf is backed up (write-through)
-    assert nodes(cache) == [(0, 8, seq(16, 8), seq(0, 8)), (8, 12, seq(24, 4), seq(8, 4))]
-    assert cache.match(seq(0, 12)).length == 12
+    assert allocation is not None and allocation.full.tolist() == seq(16, 12)
+    assert cache.insert(seq(0, 12), allocation) == 0
+    assert nodes(cache) == [(0, 8, seq(8, 8), seq(0, 8))]  # still loading, nothing below
+    assert cache.stats().components["full"].pool_available == 24
+    assert cache.wait(lease) == [lease] and lease.state is LeaseState.FAILED
+    assert nodes(cache) == [(0, 8, None, seq(0, 8))]
+    again = cache.allocate(12)
+    assert again is not None
+    assert cache.insert(seq(0, 12), again) == 12  # now it revives [0, 8) with its slots
+    assert nodes(cache)[0][2] == again.full.tolist()[:8]
 
 
-def test_a_finish_below_a_load_back_in_flight_waits_for_it() -> None:
-    """The same through a lease: its finish runs on below another lease's load-back."""
+def test_a_finish_below_a_load_back_in_flight_caches_nothing_below_it() -> None:
+    """The same through a lease: its finish stops at another lease's load-back."""
     cache = _demoted(polls=3, prompts=(seq(0, 4),))
     runner = cache.admit([*seq(0, 4), *seq(40, 4)])  # no load-back: computes all 8
     loader = cache.admit(seq(0, 4), load_back=True)
     cache.engine.fail(min(loader.waiting))
-    slots = (runner.slots.tolist(), loader.slots.tolist())
-    assert cache.finish(runner) == 8
-    assert loader.state is LeaseState.FAILED
-    assert slots == (seq(4, 8), seq(12, 4))
-    # [0, 4) revived with the runner's slots; [4, 8) new, and backed up (write-through)
-    assert nodes(cache) == [(0, 4, seq(4, 4), seq(0, 4)), (4, 8, seq(8, 4), seq(4, 4))]
+    assert (runner.slots.tolist(), loader.slots.tolist()) == (seq(4, 8), seq(12, 4))
+    assert cache.finish(runner) == 0
+    assert cache.stats().components["full"].pool_available == 28
+    assert cache.wait(loader) == [loader] and loader.state is LeaseState.FAILED
+    assert nodes(cache) == [(0, 4, None, seq(0, 4))]
 
 
-def test_a_load_back_below_a_load_back_in_flight_waits_for_it() -> None:
+def test_no_load_back_runs_below_a_load_back_in_flight() -> None:
     """Was: the second load-back started on [8, 12) while [0, 8) was still loading; the
-    first failed, and [8, 12) stayed on device below the host-only [0, 8)."""
+    first failed, and [8, 12) stayed on device below the host-only [0, 8). Now the second
+    admit rides the first copy (no load-back of its own) and fails with it."""
     cache = _demoted(polls=2, prompts=(seq(0, 8), seq(0, 12)))
     first = cache.admit(seq(0, 8), load_back=True)
     cache.engine.fail(min(first.waiting))
-    second = cache.admit(seq(0, 12), load_back=True)  # waits for the first to land
-    assert first.state is LeaseState.FAILED
-    assert second.cached_length == 12 and len(second.waiting) == 1
+    second = cache.admit(seq(0, 12), load_back=True)
+    assert second.cached_length == 8 and second.waiting == first.waiting
+    assert host_counters(cache)["load_batches"] == 1
+    assert nodes(cache) == [(0, 8, seq(12, 8), seq(0, 8)), (8, 12, None, seq(8, 4))]
+    assert cache.wait(second) == [first, second]
+    assert first.state is second.state is LeaseState.FAILED
+    assert nodes(cache) == [(0, 8, None, seq(0, 8)), (8, 12, None, seq(8, 4))]
+    again = cache.admit(seq(0, 12), load_back=True)
+    cache.wait(again)
+    assert again.ready and again.cached_length == 12
     assert host_counters(cache)["load_batches"] == 2
-    cache.wait(second)
-    assert second.ready and cache.match(seq(0, 12)).length == 12
 
 
 def test_a_failed_backup_of_an_ancestor_leaves_no_host_value_below_it() -> None:
     """Was: the new leaf's backup started while its parent's was in flight; the parent's
-    failed, and the leaf's host value sat below a node without one."""
+    failed, and the leaf's host value sat below a node without one. Now the leaf stays due
+    and its backup, after the parent's failure, takes the parent along."""
     cache = TierCache(delayed(2), capacity=32, host=HostTier(capacity=32))
     cache.finish(cache.admit(seq(0, 4)))
     (ticket,) = cache.host.records
@@ -80,9 +91,13 @@ def test_a_failed_backup_of_an_ancestor_leaves_no_host_value_below_it() -> None:
     cache.finish(cache.admit(seq(0, 8)))
     leaf = node_at(cache, seq(0, 8))
     assert host_of(cache, leaf) is None and list(cache.host.due) == [leaf]
-    cache.wait()  # the parent's copy fails; the leaf's backup takes the parent along
+    cache.wait()  # the parent's copy fails
+    assert nodes(cache) == [(0, 4, seq(0, 4), None), (4, 8, seq(4, 4), None)]
+    cache.poll()  # the flush backs the leaf up, and the parent with it
     assert nodes(cache) == [(0, 4, seq(0, 4), seq(4, 4)), (4, 8, seq(4, 4), seq(8, 4))]
+    settle(cache)
     assert host_counters(cache)["failed_backups"] == 1
+    assert host_counters(cache)["backup_batches"] == 2
 
 
 def test_a_load_back_failing_during_an_admits_eviction_is_applied_after_the_admit() -> None:

@@ -11,7 +11,7 @@ from radixkv.tiers import HostTier
 
 from ..audited import assert_refused
 from ..components.support import locks, seq
-from .support import TierCache, delayed, host_ledger, node_at, nodes
+from .helpers import TierCache, delayed, host_ledger, node_at, nodes
 
 A, B, C = seq(0, 4), seq(10, 4), seq(20, 4)
 

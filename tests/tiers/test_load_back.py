@@ -13,7 +13,7 @@ from radixkv.tiers import HostTier
 
 from ..audited import assert_refused
 from ..components.support import seq
-from .support import TierCache, delayed, host_counters, host_ledger, kv_buffers, node_at, nodes
+from .helpers import TierCache, delayed, host_counters, host_ledger, kv_buffers, node_at, nodes
 
 
 def kv(tokens: list[int]) -> np.ndarray:

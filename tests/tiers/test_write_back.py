@@ -12,7 +12,7 @@ import numpy as np
 from radixkv.tiers import HostTier
 
 from ..components.support import evicted, seq
-from .support import ProbeEngine, TierCache, device_of, host_ledger, host_of, kv_buffers, nodes
+from .helpers import ProbeEngine, TierCache, device_of, host_ledger, host_of, kv_buffers, nodes
 
 
 def test_write_back_frees_the_device_slots_only_after_the_backup_is_acknowledged() -> None:

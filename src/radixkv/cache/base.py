@@ -138,12 +138,26 @@ class CacheBase:
         # cache); their FULL entries on a usable path are never None
         path_values = [n.values for n in found.path]
         index = self._state
-        host_length = 0 if self.host is None else self._host_length(key, space, found)
         if index is None:
-            return MatchResult(length, path_values, handle, host_length=host_length)
-        state = None if node is None else self.tree.value(node, index)
-        return MatchResult(length, path_values, handle, state,
-                           (found.branch, num_tokens, self.tree.components[index]), host_length)
+            result = MatchResult(length, path_values, handle)
+        else:
+            state = None if node is None else self.tree.value(node, index)
+            result = MatchResult(length, path_values, handle, state,
+                                 (found.branch, num_tokens, self.tree.components[index]))
+        if self.host is not None:
+            self._with_host(result, key, space, found)
+        return result
+
+    def _with_host(self, result: MatchResult, key: bytes, space: Namespace,
+                   found: TreeMatch) -> None:
+        """Fill in what the host tier adds to a match: ``host_length``, the load-backs
+        still writing to the prefix; and note the hit nodes' uses for the write policy."""
+        result.host_length = self._host_length(key, space, found)
+        copying = self.tree.copying
+        if copying:
+            result.loading = tuple(sorted({
+                record.ticket for node in found.path for record in copying.get(node.id, ())
+                if record.tier == DEVICE}))
 
     def _host_length(self, key: bytes, space: Namespace, found: TreeMatch) -> int:
         """Tokens beyond the device match that host values make usable; notes the hit
@@ -170,19 +184,6 @@ class CacheBase:
             node = node.parent
         host.note_uses(path, inserted=True)
         host.flush()
-
-    def _settle_loads(self, key: bytes, space: Namespace) -> bool:
-        """Wait for the load-backs in flight into nodes on ``key``'s path; whether there
-        were any. Nothing is placed below a node being loaded back (an insert's new values,
-        another load-back): were its copy to fail, that would sit below a host-only node.
-        One test when no copy is in flight, else O(depth) plus the wait."""
-        host = self.host
-        if host is None or not self.tree.copying:
-            return False
-        tickets = self.tree.copies_along(key, space, DEVICE)
-        if tickets:
-            host.wait(tickets)
-        return bool(tickets)
 
     def _count_match(self, queried: int, found: TreeMatch, key: bytes, space: Namespace,
                      full_key: bytes | None = None) -> None:

@@ -85,8 +85,6 @@ class Direct(CacheBase):
         length = len(key) // self.tree.unit
         sides = self.sides
         inputs = [side.direct_input(part, length) for side, part in zip(sides, parts)]
-        if self.tree.copying:
-            self._settle_loads(key, space)
         result = self.tree.insert(key, inputs, space, priority=priority, ttl=ttl)
         cached = result.length
         leftovers = [side.direct_leftover(freed, part, length, cached)
@@ -94,7 +92,8 @@ class Direct(CacheBase):
         self._spend(allocation, pages, AllocationState.INSERTED)
         self.pools.free_all(leftovers)
         self.counters["inserted_tokens"] += result.new_length
-        self._after_insert(result.node)
+        if self.host is not None:
+            self._after_insert(result.node)
         return cached
 
     def _held_allocation(self, slots: Allocation | Any) -> Allocation:

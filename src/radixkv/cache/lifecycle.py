@@ -31,8 +31,7 @@ class Lifecycle(LoadBack):
         host values make it usable: device slots are allocated for the host part, its
         host-to-device copies are submitted, and the lease is not :attr:`~Lease.ready` until
         they are acknowledged (:meth:`poll`); a lease whose prefix another request is
-        loading back waits for that copy too (and a load-back that would run on below such
-        a copy first waits for it: its copies start only once that one landed).
+        loading back waits for that copy too.
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room."""
         packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
@@ -45,7 +44,7 @@ class Lifecycle(LoadBack):
         device_length, load = found.length, None
         if load_back is not False and as_bool("load_back", load_back) \
                 and self.host is not None and found.length < found.branch:
-            device_length, found, load = self._host_prefix(key, space, found)
+            found, load = self._host_prefix(key, space, found)
         fresh_tokens = self.pages_for(num_tokens - found.length)
         needs = self._needs(fresh_tokens, states=1)
         room = needs if load is None else [a + b for a, b in zip(needs, load)]
@@ -200,8 +199,6 @@ class Lifecycle(LoadBack):
             return None
         inputs = [side.insert_input(buffer, key_length)
                   for side, buffer in zip(self.sides, lease.buffers)]
-        if self.tree.copying:
-            self._settle_loads(key, lease.namespace)
         result = self.tree.insert(key, inputs, lease.namespace, borrowed=lease.tree_owned,
                                   priority=lease.priority, ttl=lease.ttl)
         self.pools.free_all(result.freed)
@@ -209,7 +206,8 @@ class Lifecycle(LoadBack):
             self.counters["checkpoints_created"] += side.after_insert(
                 buffer, result.length, freed)
         self.counters["inserted_tokens"] += result.new_length
-        self._after_insert(result.node)
+        if self.host is not None:
+            self._after_insert(result.node)
         return result
 
     def _close(self, lease: Lease, state: LeaseState, counter: str) -> None:

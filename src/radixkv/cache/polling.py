@@ -23,8 +23,7 @@ class Polling(Lifecycle):
 
     def wait(self, lease: Lease | None = None) -> list[Lease]:
         """Block until ``lease`` is ready (or failed), or with no lease until no copy is in
-        flight (backups still due are started and waited for too); returns what
-        :meth:`poll` would. Raises :class:`LeaseError` for a lease
+        flight; returns what :meth:`poll` would. Raises :class:`LeaseError` for a lease
         this cache does not hold."""
         if self.host is None:
             return []
@@ -34,9 +33,6 @@ class Polling(Lifecycle):
             self._check_active(lease)
             tickets = list(lease.waiting)
         self.host.wait(tickets)
-        self.host.flush()
-        if lease is None and self.host.records:  # backups that waited for an ancestor's
-            self.host.wait(list(self.host.records))
         return self._take_changed()
 
     def _take_changed(self) -> list[Lease]:

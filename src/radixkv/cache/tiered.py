@@ -49,19 +49,20 @@ class LoadBack(CacheBase):
     # ------------------------------------------------------------------ admission
 
     def _host_prefix(self, key: bytes, space: Namespace, found: TreeMatch
-                     ) -> tuple[int, TreeMatch, list[int] | None]:
-        """The device match length, the longer prefix host values make usable and the
-        device slots its load-back needs per component (``found`` and ``None`` when the host
-        adds nothing). Pure, but for first waiting for the load-backs in flight on the
-        path (see :meth:`_settle_loads`; ``found`` is then matched again)."""
+                     ) -> tuple[TreeMatch, list[int] | None]:
+        """The longer prefix host values make usable, with the device slots its load-back
+        needs per component; ``found`` and ``None`` when the host adds nothing, or when a
+        node of that prefix is being loaded back already (a copy that may still fail must
+        not have another below or beside it). Pure."""
         host = self.host
         assert host is not None
-        if self._settle_loads(key, space):
-            found = self.tree.match(key, space, touch=False)
         merged = self.tree.host_match(key, space)
         if merged.length <= found.length or merged.node is None:
-            return found.length, found, None
-        return found.length, merged, host.load_sizes(merged.node, merged.length)
+            return found, None
+        copying = self.tree.copying
+        if copying and any(r.tier == DEVICE for n in merged.path for r in copying.get(n.id, ())):
+            return found, None  # a prefix still loading is not loaded twice: admit without
+        return merged, host.load_sizes(merged.node, merged.length)
 
     def _start_load(self, lock: Lock, device_length: int, length: int) -> None:
         """Submit the load-back of the locked prefix (its device room was ensured)."""

@@ -58,9 +58,6 @@ class HostTierController:
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
         self._deferred: list[Completion] = []
-        """Load-back acknowledgements that a wait inside eviction saw: applied by the next
-        :meth:`poll` / :meth:`wait`, so that a failed load-back never takes device values
-        back from under the operation that is evicting (an admit that read them)."""
         self.listener: Callable[[CopyRecord, bool], None] | None = None
         """Told of each batch before it is applied (the cache fails or readies the leases
         waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
@@ -80,20 +77,17 @@ class HostTierController:
         del inserted  # an insert is the node's first use: hits + 1 already counts it
 
     def flush(self) -> None:
-        """Back up every due node still live (one batch). A node below a backup in flight
-        stays due until that copy is acknowledged: were it to fail, a host value placed
-        under it would sit below a node without one."""
-        if not self.due:
-            return
-        nodes = list(self.due.values())
-        self.due.clear()
-        if self.tree.copying:
-            for node in nodes:
-                if self.tree.copies_above(node, HOST):
-                    self.due[node.id] = node
-            nodes = [node for node in nodes if node.id not in self.due]
-        if nodes:
+        """Back up every due node still live (one batch). A node left out because a backup
+        is still in flight above it stays due, for a flush after that copy lands."""
+        if self.due:
+            nodes = list(self.due.values())
+            self.due.clear()
             self.backup(nodes)
+            count, tree = len(self.pools), self.tree
+            for node in nodes:
+                if tree.nodes.get(node.id) is node and node.values[count] is None \
+                        and tree.backing_up_above(node):
+                    self.due[node.id] = node
 
     def backup(self, nodes: Sequence[Node]) -> CopyRecord | None:
         """Copy the device values ``nodes`` (and their ancestors, see
@@ -104,21 +98,23 @@ class HostTierController:
         if not planned:
             return None
         sizes = self._sizes(planned)
-        # locked first: the host eviction that makes room must not take the host copy of an
-        # ancestor the plan left out because it had one
-        locks = [self.tree.lock(node) for node, _ in planned]
-        if not self._host_room(sizes):
-            for lock in locks:
-                self.tree.unlock(lock)
+        if not self._host_room(sizes, planned):
             self.counters.skipped_backups += 1
             return None
         slots = [pool.alloc(size) if size else None for pool, size in zip(self.pools, sizes)]
-        return self._submit(planned, sizes, slots, HOST, locks)
+        return self._submit(planned, sizes, slots, HOST)
 
-    def _host_room(self, sizes: Sequence[int]) -> bool:
+    def _host_room(self, sizes: Sequence[int], planned: Planned) -> bool:
         short = [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
         if any(short):
-            result = self.tree.evict_host(short)
+            # the plan counts the host values of the planned nodes' ancestors as there:
+            # host eviction must not take them (the locks pin the paths on every tier)
+            locks = [self.tree.lock(node) for node, _ in planned]
+            try:
+                result = self.tree.evict_host(short)
+            finally:
+                for lock in locks:
+                    self.tree.unlock(lock)
             self.free_host(result.freed)
         return all(size <= pool.available for pool, size in zip(self.pools, sizes))
 
@@ -162,8 +158,8 @@ class HostTierController:
                 sizes[index] += self.tree.components[index].value_size(node)
         return sizes
 
-    def _submit(self, planned: Planned, sizes: list[int], slots: list[np.ndarray | None],
-                tier: int, locks: list[Lock] | None = None) -> CopyRecord:
+    def _submit(self, planned: Planned, sizes: list[int],
+                slots: list[np.ndarray | None], tier: int) -> CopyRecord:
         """Place the destination values, lock the nodes, submit one batch, track it."""
         count, tree = len(self.pools), self.tree
         source_tier = HOST if tier == DEVICE else DEVICE
@@ -184,8 +180,7 @@ class HostTierController:
         names = [component.name for component in tree.components]
         copies = [Copy(names[i], direction, np.concatenate(sources[i]), part)
                   for i, part in enumerate(slots) if sizes[i] and part is not None]
-        if locks is None:
-            locks = [tree.lock(node) for node, _ in planned]
+        locks = [tree.lock(node) for node, _ in planned]
         record = CopyRecord(self.engine.submit(copies), tier, locks, sizes)
         tree.track(record, planned)
         self.records[record.ticket] = record
@@ -205,7 +200,7 @@ class HostTierController:
             if not completion.ok:
                 self._take_back(record)
             elif record.tier == HOST:
-                self.tree.announce_host([node for node, _ in record.nodes.values()])
+                self.tree.announce_host(list(record.nodes.values()))
             self.tree.untrack(record)
             for lock in record.locks:
                 self.tree.unlock(lock)
@@ -215,7 +210,8 @@ class HostTierController:
 
     def _take_back(self, record: CopyRecord) -> None:
         freed: list[list[np.ndarray]] = [[] for _ in self.pools]
-        for node, indices in record.nodes.values():
+        # children first: a failed load-back's BlockRemoved events go leaf-first, like eviction's
+        for node, indices in sorted(record.nodes.values(), key=lambda entry: -entry[0].start):
             for index in indices:
                 value = self.tree.take_back(node, index, record.tier)
                 if value is not None:
@@ -227,35 +223,31 @@ class HostTierController:
             self.device.free_all(joined)
 
     def poll(self) -> list[tuple[CopyRecord, bool]]:
-        """Apply whatever the engine completed since the last poll."""
-        return self.finish([*self._undefer(), *self.engine.poll()])
+        """Apply whatever the engine completed since the last poll (and what a wait saw
+        and kept for later)."""
+        deferred, self._deferred = self._deferred, []
+        return self.finish([*deferred, *self.engine.poll()])
 
     def wait(self, tickets: Iterable[int]) -> list[tuple[CopyRecord, bool]]:
-        """Block until ``tickets`` completed, applying every acknowledgement seen."""
-        done = self.finish(self._undefer())
-        wanted = [ticket for ticket in tickets if ticket in self.records]
-        return done + self.finish(self.engine.wait(wanted)) if wanted else done
-
-    def _undefer(self) -> list[Completion]:
-        deferred, self._deferred = self._deferred, []
-        return deferred
-
-    def _wait_backups(self, tickets: list[int]) -> list[tuple[CopyRecord, bool]]:
-        """Wait for the backups ``tickets`` inside an operation: apply the backups' acks
-        seen meanwhile and defer the load-backs' (see ``_deferred``)."""
-        if not tickets:
+        """Block until ``tickets`` completed and apply them. Other batches the engine
+        reports meanwhile are kept for the next :meth:`poll`: a wait inside an eviction
+        never changes what the caller of that eviction is working on."""
+        wanted = {ticket for ticket in tickets if ticket in self.records}
+        if not wanted:
             return []
-        seen = self.engine.wait(tickets)
-        records = self.records
-        loads = [c for c in seen if c.ticket in records and records[c.ticket].tier == DEVICE]
-        self._deferred.extend(loads)
-        return self.finish([c for c in seen if c not in loads])
+        mine = [c for c in self._deferred if c.ticket in wanted]
+        self._deferred = [c for c in self._deferred if c.ticket not in wanted]
+        missing = wanted.difference(c.ticket for c in mine)
+        seen = self.engine.wait(missing) if missing else []
+        mine += [c for c in seen if c.ticket in wanted]
+        self._deferred += [c for c in seen if c.ticket not in wanted]
+        return self.finish(mine)
 
     def settle_backups(self) -> bool:
         """Wait for every backup in flight (its locks keep device values from eviction);
         whether there was any."""
         tickets = [t for t, record in self.records.items() if record.tier == HOST]
-        self._wait_backups(tickets)
+        self.wait(tickets)
         return bool(tickets)
 
     # ------------------------------------------------------------------ device eviction
@@ -283,10 +275,8 @@ class HostTierController:
         return node.values[count + index] is None and node.id not in self._skip
 
     def _back_up_before_eviction(self, node: Node) -> None:
-        if self.tree.copying:  # the ancestors' backups first (see flush)
-            self._wait_backups(self.tree.copies_above(node, HOST))
         record = self.backup([node])
-        done = [] if record is None else self._wait_backups([record.ticket])
+        done = [] if record is None else self.wait([record.ticket])
         if record is None or any(r is record and not ok for r, ok in done):
             self._skip.add(node.id)  # no room or a failed copy: evict it without a backup
 
@@ -294,6 +284,7 @@ class HostTierController:
         """Wait for every copy in flight (their slots are about to be reused), then forget
         every host value; the caller resets the tree and the device pools."""
         self.wait(list(self.records))
+        self._deferred.clear()
         for pool in self.pools:
             pool.reset()
         self.due.clear()
