@@ -31,6 +31,19 @@ class TierCache(AuditedCache):
         self.audit()
 
 
+def demoted(polls: int, capacity: int = 32, policy: str = "write_through",
+            prompts: tuple[list[int], ...] = (list(range(8)),)) -> TierCache:
+    """A FULL cache (host tier of 32 slots) whose ``prompts`` were cached, backed up and
+    demoted: they live on the host only."""
+    cache = TierCache(delayed(polls), capacity=capacity,
+                      host=HostTier(capacity=32, write_policy=policy))
+    for tokens in prompts:
+        cache.finish(cache.admit(tokens))
+        settle(cache)
+    cache.evict(full=capacity)
+    return cache
+
+
 def delayed(polls: int, **config: Any) -> NumpyCopyEngine:
     """A copy engine whose batches complete on the ``polls + 1``-th poll."""
     return NumpyCopyEngine(NumpyCopyConfig(delay_polls=polls, **config))

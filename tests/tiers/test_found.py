@@ -11,26 +11,14 @@ from radixkv.cache import LeaseState
 from radixkv.tiers import HostTier
 
 from ..components.support import seq
-from .helpers import TierCache, delayed, host_counters, host_of, node_at, nodes, settle
-
-
-def _demoted(polls: int, capacity: int = 32, policy: str = "write_through",
-             prompts: tuple[list[int], ...] = (seq(0, 8),)) -> TierCache:
-    """A cache whose ``prompts`` were cached, backed up and demoted (host-only)."""
-    cache = TierCache(delayed(polls), capacity=capacity,
-                      host=HostTier(capacity=32, write_policy=policy))
-    for tokens in prompts:
-        cache.finish(cache.admit(tokens))
-        cache.wait()
-    cache.evict(full=capacity)
-    return cache
+from .helpers import TierCache, delayed, demoted, host_counters, host_of, node_at, nodes, settle
 
 
 def test_an_insert_below_a_failing_load_back_caches_nothing_below_it() -> None:
     """Was: the insert ran on below [0, 8) while its load-back was in flight; the copy
     failed, [0, 8) went host-only again and the new leaf [8, 12) sat on device below it.
     Now the insert stops at the node still loading (its slots all go back)."""
-    cache = _demoted(polls=3)
+    cache = demoted(polls=3)
     lease = cache.admit(seq(0, 8), load_back=True)
     (ticket,) = lease.waiting
     cache.engine.fail(ticket)
@@ -49,7 +37,7 @@ def test_an_insert_below_a_failing_load_back_caches_nothing_below_it() -> None:
 
 def test_a_finish_below_a_load_back_in_flight_caches_nothing_below_it() -> None:
     """The same through a lease: its finish stops at another lease's load-back."""
-    cache = _demoted(polls=3, prompts=(seq(0, 4),))
+    cache = demoted(polls=3, prompts=(seq(0, 4),))
     runner = cache.admit([*seq(0, 4), *seq(40, 4)])  # no load-back: computes all 8
     loader = cache.admit(seq(0, 4), load_back=True)
     cache.engine.fail(min(loader.waiting))
@@ -64,7 +52,7 @@ def test_no_load_back_runs_below_a_load_back_in_flight() -> None:
     """Was: the second load-back started on [8, 12) while [0, 8) was still loading; the
     first failed, and [8, 12) stayed on device below the host-only [0, 8). Now the second
     admit rides the first copy (no load-back of its own) and fails with it."""
-    cache = _demoted(polls=2, prompts=(seq(0, 8), seq(0, 12)))
+    cache = demoted(polls=2, prompts=(seq(0, 8), seq(0, 12)))
     first = cache.admit(seq(0, 8), load_back=True)
     cache.engine.fail(min(first.waiting))
     second = cache.admit(seq(0, 12), load_back=True)
@@ -104,7 +92,7 @@ def test_a_load_back_failing_during_an_admits_eviction_is_applied_after_the_admi
     """Was: the admit's write-back eviction waited for a backup, the engine reported the
     failed load-back of the admit's own prefix meanwhile, its device values were taken back
     and the admit crashed reading them (InvalidSlotsError), leaking a slot."""
-    cache = _demoted(polls=3, capacity=16, policy="write_back")
+    cache = demoted(polls=3, capacity=16, policy="write_back")
     cache.finish(cache.admit(seq(100, 4)))  # device-only: eviction must back it up
     loader = cache.admit(seq(0, 8), load_back=True)
     cache.engine.fail(min(loader.waiting))

@@ -11,7 +11,7 @@ from radixkv.tiers import HostTier
 
 from ..audited import assert_refused
 from ..components.support import locks, seq
-from .helpers import TierCache, delayed, host_ledger, node_at, nodes
+from .helpers import TierCache, delayed, demoted, host_ledger, node_at, nodes
 
 A, B, C = seq(0, 4), seq(10, 4), seq(20, 4)
 
@@ -117,10 +117,7 @@ def test_a_failed_backup_of_a_split_node_takes_back_both_halves() -> None:
 
 
 def test_a_split_of_a_node_being_loaded_back_makes_the_rider_wait_on_both_halves() -> None:
-    cache = TierCache(delayed(2), capacity=16, host=HostTier(capacity=32))
-    cache.finish(cache.admit(seq(0, 8)))
-    cache.wait()
-    cache.evict(full=16)
+    cache = demoted(polls=2, capacity=16)
     loader = cache.admit(seq(0, 8), load_back=True)
     lower = node_at(cache, seq(0, 8))
     rider = cache.admit([*seq(0, 4), 77])  # its lock splits the node being loaded at 4
@@ -140,10 +137,7 @@ def test_a_split_of_a_node_being_loaded_back_makes_the_rider_wait_on_both_halves
 
 
 def test_admit_refused_with_only_load_backs_pending_changes_nothing() -> None:
-    cache = TierCache(delayed(3), capacity=8, host=HostTier(capacity=16))
-    cache.finish(cache.admit(seq(0, 8)))
-    cache.wait()
-    cache.evict(full=8)
+    cache = demoted(polls=3, capacity=8)
     loader = cache.admit(seq(0, 8), load_back=True)
     assert_refused(cache, OutOfSlotsError, lambda: cache.admit(C))
     cache.wait(loader)
@@ -152,10 +146,7 @@ def test_admit_refused_with_only_load_backs_pending_changes_nothing() -> None:
 
 
 def test_the_ack_of_a_split_load_back_readies_both_halves_and_both_leases() -> None:
-    cache = TierCache(delayed(2), capacity=16, host=HostTier(capacity=32))
-    cache.finish(cache.admit(seq(0, 8)))
-    cache.wait()
-    cache.evict(full=16)
+    cache = demoted(polls=2, capacity=16)
     loader = cache.admit(seq(0, 8), load_back=True)
     rider = cache.admit([*seq(0, 4), 77])
     assert len(cache.host.records) == 1
