@@ -51,7 +51,9 @@ def test_host_eviction_skips_a_node_whose_load_back_is_in_flight() -> None:
     loader = cache.admit(A, load_back=True)  # A locked by its copy and the lease
     assert not loader.ready
     cache.finish(cache.admit(C))  # needs host room: A is first in fifo order, but locked
-    assert cache.match(B).host_length == 0 and cache.match(A).host_length == 0
+    found = cache.match(B)
+    assert (found.length, found.host_length) == (0, 0)  # B went, whole
+    # A keeps its host copy (the copy's source) and C took B's host slots
     assert [(s, e, h) for s, e, _, h in nodes(cache)] == [(0, 4, seq(0, 4)),
                                                           (0, 4, seq(4, 4))]
     cache.wait()
