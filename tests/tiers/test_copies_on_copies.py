@@ -34,7 +34,7 @@ def _poll_until_idle(cache: PrefixCache) -> None:
     raise AssertionError("copies still in flight after 10 polls")
 
 
-def test_a_backup_below_one_in_flight_waits_and_a_failure_leaves_both_device_only(
+def test_a_backup_below_one_in_flight_waits_and_after_a_failure_takes_both(
 ) -> None:
     cache, copies = _cache()
     assert cache.host is not None
@@ -45,14 +45,16 @@ def test_a_backup_below_one_in_flight_waits_and_a_failure_leaves_both_device_onl
     cache.commit(lease)  # the new child is not backed up on top of its parent's copy
     cache.check_invariants()
     assert list(cache.host.records) == [first]
+    assert list(cache.host.due) == [cache.match(PROMPT + MORE).node]  # it stays due
     copies.fail(first)
+    while first in cache.host.records:
+        cache.poll()  # once the failure lands, the due child's backup takes its parent
+        cache.check_invariants()
+    (second,) = cache.host.records
+    assert second != first and cache.host.records[second].units == [len(PROMPT + MORE)]
     _poll_until_idle(cache)
     stats = cache.stats().host
-    assert stats is not None and stats.failed_backups == 1 and stats.backup_batches == 1
-    assert cache.stats().host.components["full"].cached == 0  # type: ignore[union-attr]
-    cache.match(PROMPT + MORE)  # a later use backs both up, in one batch
-    _poll_until_idle(cache)
-    stats = cache.stats().host
+    assert stats is not None and stats.failed_backups == 1 and stats.backup_batches == 2
     assert stats is not None and stats.components["full"].backed_up == len(PROMPT + MORE)
     cache.finish(lease)
     cache.check_invariants()
