@@ -33,7 +33,8 @@ class Lifecycle(LoadBack):
         they are acknowledged (:meth:`poll`); a lease whose prefix another request is
         loading back waits for that copy too.
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
-        everything evictable cannot make room."""
+        everything evictable cannot make room (with a host tier, backups in flight were
+        waited for first: their acknowledgements are applied, as a :meth:`poll` would)."""
         packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // TOKEN_BYTES
         max_match = as_optional_int("max_match", max_match, 0)
