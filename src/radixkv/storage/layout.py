@@ -1,0 +1,111 @@
+"""What the bytes of a stored page are, and the storage keys that follow from it.
+
+A key is ``<layout digest>-<page hash>``: the page hash is the chained SHA-256 of DESIGN §3
+(namespaces seed the chain, so tenants never share a hash), the layout digest covers every
+fact that decides what the bytes mean. Two engines of one model with one layout compute the
+same keys and share pages; any other model, dtype, page size, component, layer range or row
+layout gets disjoint keys, so it can only miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
+
+import numpy as np
+
+from ..core.hashing import chain_page_digests, namespace_seed, storage_key
+from ..core.keys import TOKEN_BYTES, Namespace, encode_tokens, validate_namespace
+from ..errors import ConfigError, ConfigTypeError
+
+LAYOUT_VERSION = 1
+"""Bumped when the meaning of a field or the key format changes: old pages become misses."""
+
+DIGEST_HEX = 32
+"""Hex digits of the layout digest in a key (128 bits of SHA-256)."""
+
+
+@dataclass(frozen=True)
+class StorageLayout:
+    """What one component's stored pages hold, field by field; frozen and hashable.
+
+    ``model`` names the weights (an id plus revision, say), ``dtype`` the element type (any
+    numpy spelling; normalised), ``page_size`` tokens a page, ``component`` the cache
+    component (``"full"``, ``"swa"``, ``"mamba"``...), ``layers`` the half-open layer range
+    ``(start, stop)`` the rows cover, ``row_shape`` the shape of one slot's row and
+    ``layout`` free text for the rest (head order, tensor-parallel rank, quantisation...).
+    Raises :class:`ConfigError` / :class:`ConfigTypeError` for a bad field.
+    """
+
+    model: str
+    dtype: str
+    page_size: int
+    component: str
+    layers: tuple[int, int]
+    row_shape: tuple[int, ...] = ()
+    layout: str = ""
+    digest: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("model", "component", "layout"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigTypeError(f"StorageLayout.{name} must be a str")
+        if not self.model or not self.component:
+            raise ConfigError("StorageLayout.model and .component must not be empty")
+        try:
+            dtype = np.dtype(self.dtype).str
+        except TypeError as error:
+            raise ConfigError(f"StorageLayout.dtype {self.dtype!r} is no numpy dtype") from error
+        object.__setattr__(self, "dtype", dtype)
+        _check_ints("page_size", (self.page_size,), minimum=1)
+        object.__setattr__(self, "layers", _checked_layers(self.layers))
+        _check_ints("row_shape", tuple(self.row_shape), minimum=1)
+        object.__setattr__(self, "row_shape", tuple(int(n) for n in self.row_shape))
+        object.__setattr__(self, "digest", self._compute_digest())
+
+    def _compute_digest(self) -> str:
+        fields = {item.name: getattr(self, item.name) for item in dataclass_fields(self)
+                  if item.name != "digest"}
+        fields["version"] = LAYOUT_VERSION
+        canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:DIGEST_HEX]
+
+    def key(self, page_digest: bytes) -> str:
+        """The storage key of one page; pure."""
+        return self.keys((page_digest,))[0]
+
+    def keys(self, page_digests: Sequence[bytes]) -> list[str]:
+        """The storage keys of a chain of pages, in order; pure, cost O(pages)."""
+        prefix = self.digest + "-"
+        return [prefix + storage_key(digest) for digest in page_digests]
+
+    def token_keys(self, tokens: object, namespace: Namespace | None = None) -> list[str]:
+        """Keys of the whole pages of ``tokens`` in ``namespace`` (the tree's own chain, for
+        engines and tools that hold tokens rather than nodes); one SHA-256 a page. Raises
+        :class:`~radixkv.errors.InvalidTokensError` / ``InvalidNamespaceError``."""
+        packed = encode_tokens(tokens)
+        page_bytes = self.page_size * TOKEN_BYTES
+        packed = packed[: len(packed) - len(packed) % page_bytes]
+        seed = namespace_seed(validate_namespace(namespace))
+        return self.keys(chain_page_digests(seed, packed, page_bytes))
+
+
+def _check_ints(name: str, values: tuple[object, ...], minimum: int) -> None:
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ConfigTypeError(f"StorageLayout.{name} must hold ints, got {value!r}")
+        if value < minimum:
+            raise ConfigError(f"StorageLayout.{name} must be >= {minimum}, got {value}")
+
+
+def _checked_layers(layers: object) -> tuple[int, int]:
+    if not isinstance(layers, tuple) or len(layers) != 2:
+        raise ConfigTypeError(f"StorageLayout.layers must be a (start, stop) pair, got {layers!r}")
+    _check_ints("layers", layers, minimum=0)
+    start, stop = int(layers[0]), int(layers[1])
+    if stop <= start:
+        raise ConfigError(f"StorageLayout.layers must have start < stop, got {layers}")
+    return (start, stop)
