@@ -120,6 +120,9 @@ class StorageBackend(ABC):
         """A snapshot of the counters; pure, any thread."""
         return self._counters.snapshot()
 
+    def _on_down(self) -> None:  # noqa: B027 - optional hook
+        """Called after an ``unavailable`` or ``timeout`` fault (on the backend's thread)."""
+
     def close(self) -> None:  # noqa: B027 - optional hook: most backends hold nothing
         """Release connections and processes; the backend is unusable afterwards."""
 
@@ -167,6 +170,7 @@ class StorageBackend(ABC):
             self._counters.fault(kind, max(len(chunk), 1))
             if kind in ("unavailable", "timeout"):
                 self._down_until = time.perf_counter() + self._retry_after_s
+                self._on_down()
             return None
         finally:
             if timer is not None:

@@ -33,8 +33,9 @@ class StorageLayout:
     """What one component's stored pages hold, field by field; frozen and hashable.
 
     ``model`` names the weights (an id plus revision, say), ``dtype`` the element type (any
-    numpy spelling; normalised), ``page_size`` tokens a page, ``component`` the cache
-    component (``"full"``, ``"swa"``, ``"mamba"``...), ``layers`` the half-open layer range
+    numpy spelling, normalised; or a name numpy lacks, such as ``"bfloat16"``),
+    ``page_size`` tokens a page, ``component`` the cache component (``"full"``, ``"swa"``,
+    ``"mamba"``...), ``layers`` the half-open layer range
     ``(start, stop)`` the rows cover, ``row_shape`` the shape of one slot's row and
     ``layout`` free text for the rest (head order, tensor-parallel rank, quantisation...).
     Raises :class:`ConfigError` / :class:`ConfigTypeError` for a bad field.
@@ -50,16 +51,12 @@ class StorageLayout:
     digest: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("model", "component", "layout"):
+        for name in ("model", "dtype", "component", "layout"):
             if not isinstance(getattr(self, name), str):
                 raise ConfigTypeError(f"StorageLayout.{name} must be a str")
-        if not self.model or not self.component:
-            raise ConfigError("StorageLayout.model and .component must not be empty")
-        try:
-            dtype = np.dtype(self.dtype).str
-        except TypeError as error:
-            raise ConfigError(f"StorageLayout.dtype {self.dtype!r} is no numpy dtype") from error
-        object.__setattr__(self, "dtype", dtype)
+        if not self.model or not self.dtype or not self.component:
+            raise ConfigError("StorageLayout.model, .dtype and .component must not be empty")
+        object.__setattr__(self, "dtype", _normalised_dtype(self.dtype))
         _check_ints("page_size", (self.page_size,), minimum=1)
         object.__setattr__(self, "layers", _checked_layers(self.layers))
         _check_ints("row_shape", tuple(self.row_shape), minimum=1)
@@ -91,6 +88,16 @@ class StorageLayout:
         packed = packed[: len(packed) - len(packed) % page_bytes]
         seed = namespace_seed(validate_namespace(namespace))
         return self.keys(chain_page_digests(seed, packed, page_bytes))
+
+
+def _normalised_dtype(name: str) -> str:
+    """numpy's canonical spelling (``"float16"`` -> ``"<f2"``) where numpy knows the type;
+    other names (``"bfloat16"``, ``"float8_e4m3fn"``) are kept, lower-cased."""
+    try:
+        canonical: str = np.dtype(name).str
+    except TypeError:
+        return name.lower()
+    return canonical
 
 
 def _check_ints(name: str, values: tuple[object, ...], minimum: int) -> None:

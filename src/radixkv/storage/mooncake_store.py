@@ -9,6 +9,7 @@ page; a batch larger than the buffer goes in several round trips.
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ OBJECT_ALREADY_EXISTS = -705
 NO_AVAILABLE_HANDLE = -200
 RPC_FAIL = -900
 LEASE_EXPIRED = -707
+INVALID_PARAMS = -600
 _ABSENT = frozenset({OBJECT_NOT_FOUND, -703, -710, -712})
 """Codes that mean the store does not (or no longer) hold an object."""
 
@@ -33,7 +35,8 @@ class MooncakeStorageConfig:
     ``protocol`` (``"tcp"`` or ``"rdma"`` with ``device_name``), ``global_segment_size``
     (bytes this process contributes; 0 = pure client), ``local_buffer_size`` and
     ``staging_bytes`` (the registered buffer every object passes through; at least one
-    page). ``retry_after_s``: see :class:`StorageBackend`."""
+    page). ``retry_after_s``: see :class:`StorageBackend`; after an ``unavailable`` fault
+    each call first checks the master accepts a TCP connection within ``probe_timeout_s``."""
 
     master_address: str = "127.0.0.1:50051"
     metadata_server: str = "http://127.0.0.1:8080/metadata"
@@ -44,6 +47,7 @@ class MooncakeStorageConfig:
     local_buffer_size: int = 64 << 20
     staging_bytes: int = 32 << 20
     retry_after_s: float = 1.0
+    probe_timeout_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.staging_bytes <= 0 or self.local_buffer_size < 0 or self.global_segment_size < 0:
@@ -61,11 +65,15 @@ class MooncakeStorage(StorageBackend):
         self._staging = np.zeros(config.staging_bytes, dtype=np.uint8)
         self._base = int(self._staging.ctypes.data)
         self._store: Any = None
+        self._suspect = False
         self._guarded(lambda _keys: self._connected(), [], None)
 
     def _connected(self) -> Any:
+        if self._suspect:
+            self._probe()
         if self._store is not None:
             return self._store
+        self._probe()  # the client's own set-up retries a dead master for 90 s
         from mooncake.store import MooncakeDistributedStore  # the `storage` extra
 
         store = MooncakeDistributedStore()
@@ -82,6 +90,21 @@ class MooncakeStorage(StorageBackend):
         self._store = store
         return store
 
+    def _on_down(self) -> None:
+        self._suspect = True
+
+    def _probe(self) -> None:
+        """Fail fast while the master refuses connections: a call to a dead master costs the
+        client seconds of retries, a refused TCP connect costs nothing."""
+        host, _colon, port = self._config.master_address.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=self._config.probe_timeout_s
+                                     ).close()
+        except OSError as error:
+            self._suspect = True
+            raise StorageFault("unavailable", f"mooncake master: {error}") from error
+        self._suspect = False
+
     def _exists(self, keys: list[str]) -> list[bool]:
         codes = self._connected().batch_is_exist(keys)
         _raise_if_down(codes)
@@ -93,7 +116,7 @@ class MooncakeStorage(StorageBackend):
             codes = self._get_group(group)
             for (_key, offset, _bound), code in zip(group, codes):
                 out.append(self._staging[offset : offset + code].tobytes() if code > 0
-                           else None if code in _ABSENT else "error")
+                           else _read_fault(code))
         return out
 
     def _get_group(self, group: list[tuple[str, int, int]]) -> list[int]:
@@ -156,6 +179,13 @@ class MooncakeStorage(StorageBackend):
 def _raise_if_down(codes: list[int]) -> None:
     if codes and all(code == RPC_FAIL for code in codes):
         raise StorageFault("unavailable", "the mooncake master did not answer")
+
+
+def _read_fault(code: int) -> str | None:
+    if code in _ABSENT:
+        return None
+    # the client's answer for an object larger than a page of this layout: not our page
+    return "corrupt" if code == INVALID_PARAMS else "error"
 
 
 def _put_fault(code: int) -> str | None:

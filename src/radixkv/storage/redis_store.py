@@ -17,6 +17,8 @@ from .backend import StorageBackend
 
 try:  # the `storage` extra
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 except ImportError:  # pragma: no cover - reported when a RedisStorage is built
     redis = None  # type: ignore[assignment]
 
@@ -25,8 +27,10 @@ except ImportError:  # pragma: no cover - reported when a RedisStorage is built
 class RedisStorageConfig:
     """Where the server is: ``unix_socket`` (a path) if given, else ``host``:``port``.
     ``prefix`` namespaces this fleet's keys in a shared server (``clear()`` drops exactly
-    those). ``timeout_s`` bounds every socket operation; ``ttl_s`` expires pages (``None``:
-    only ``maxmemory`` evicts). ``retry_after_s``: see :class:`StorageBackend`."""
+    those). ``timeout_s`` bounds every socket operation and ``retries`` how often one is
+    tried again at once (a pooled connection is stale after a server restart); ``ttl_s``
+    expires pages (``None``: only ``maxmemory`` evicts). ``retry_after_s``: see
+    :class:`StorageBackend`."""
 
     host: str = "127.0.0.1"
     port: int = 6379
@@ -35,12 +39,15 @@ class RedisStorageConfig:
     password: str | None = None
     prefix: str = "radixkv"
     timeout_s: float = 1.0
+    retries: int = 1
     ttl_s: int | None = None
     retry_after_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or (self.ttl_s is not None and self.ttl_s <= 0):
             raise ConfigError("RedisStorageConfig.timeout_s and ttl_s must be positive")
+        if self.retries < 0:
+            raise ConfigError("RedisStorageConfig.retries must be >= 0")
         if not self.prefix or any(char in self.prefix for char in " *?[]"):
             raise ConfigError("RedisStorageConfig.prefix must be non-empty, without glob chars")
 
@@ -58,7 +65,8 @@ class RedisStorage(StorageBackend):
         self._mark = f"{config.prefix}:m:"
         connection: dict[str, Any] = {
             "db": config.db, "password": config.password, "socket_timeout": config.timeout_s,
-            "socket_connect_timeout": config.timeout_s}
+            "socket_connect_timeout": config.timeout_s,
+            "retry": Retry(NoBackoff(), config.retries)}
         if config.unix_socket is not None:
             connection["unix_socket_path"] = config.unix_socket
         else:
@@ -110,7 +118,7 @@ class RedisStorage(StorageBackend):
             return "timeout"
         if isinstance(error, redis.exceptions.ConnectionError):
             return "unavailable"
-        if isinstance(error, redis.exceptions.ResponseError) and str(error).startswith("OOM"):
+        if isinstance(error, redis.exceptions.OutOfMemoryError):  # maxmemory, noeviction
             return "full"
         return "error"
 
