@@ -26,6 +26,9 @@ KINDS = ("file", "redis", "mooncake")
 
 # the Mooncake client logs every miss at ERROR through glog, read when it first sets up
 os.environ.setdefault("GLOG_minloglevel", "3")
+# Mooncake's transfer engine advertises the first non-loopback interface unless told:
+# every test byte stays on loopback (the segment holder gets the same, see servers.py)
+os.environ.setdefault("MC_TCP_BIND_ADDRESS", "127.0.0.1")
 
 
 def _require(program: str) -> None:

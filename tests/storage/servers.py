@@ -5,6 +5,7 @@ its PID; a server whose program is missing is reported by :func:`missing`."""
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import shutil
 import signal
@@ -40,6 +41,8 @@ def missing(program: str) -> str | None:
     if program.startswith("mooncake"):
         if not (BIN / program).exists():
             return f"{program} is not installed (pip install 'radixkv[storage]')"
+        if ctypes.util.find_library("ibverbs") is None:
+            return "Mooncake needs libibverbs1 (apt-get install libibverbs1)"
         return None
     return None if shutil.which(program) else f"{program} is not installed (apt-get install)"
 
@@ -47,13 +50,15 @@ def missing(program: str) -> str | None:
 class Process:
     """One server process, its log in ``log``; stop() ends it by PID."""
 
-    def __init__(self, argv: list[str], log: Path) -> None:
+    def __init__(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.argv, self.log = argv, log
+        self.env = {**os.environ, **(env or {})}
         self.popen: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         with open(self.log, "ab") as out:
-            self.popen = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT)
+            self.popen = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
+                                          env=self.env)
 
     @property
     def pid(self) -> int:
@@ -123,12 +128,13 @@ class MooncakeCluster:
             str(BIN / "mooncake_master"), f"--rpc_port={self.rpc}", "--rpc_address=127.0.0.1",
             "--enable_http_metadata_server=true", "--http_metadata_server_host=127.0.0.1",
             f"--http_metadata_server_port={self.http}", f"--metrics_port={metrics}",
+            "--metrics_host=127.0.0.1",
             f"--default_kv_lease_ttl={LEASE_MS}", "--client_ttl=3"], folder / "master.log")
         self.segment = Process([
             str(BIN / "mooncake_client"), "--host=127.0.0.1", f"--port={client}",
             f"--master_server_address={self.master_address}",
             f"--metadata_server={self.metadata_server}", f"--global_segment_size={segment}",
-            "--protocol=tcp"], folder / "client.log")
+            "--protocol=tcp"], folder / "client.log", {"MC_TCP_BIND_ADDRESS": "127.0.0.1"})
 
     def start(self) -> MooncakeCluster:
         self.start_master()
