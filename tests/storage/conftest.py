@@ -13,14 +13,12 @@ import pytest
 from radixkv.storage import (
     FileStorage,
     FileStorageConfig,
-    MooncakeStorage,
-    MooncakeStorageConfig,
     RedisStorage,
     RedisStorageConfig,
     StorageBackend,
 )
 
-from .servers import MooncakeCluster, RedisServer, missing
+from .servers import MooncakeCluster, RedisServer, missing, mooncake_backend
 
 KINDS = ("file", "redis", "mooncake")
 
@@ -57,46 +55,32 @@ def mooncake_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moonc
         cluster.stop()
 
 
-def redis_backend(server: RedisServer, **settings: object) -> RedisStorage:
-    # a prefix per backend: tests share the server but never each other's pages
-    config = RedisStorageConfig(unix_socket=server.socket,
-                                prefix=f"t{uuid.uuid4().hex[:8]}", **settings)  # type: ignore[arg-type]
-    return RedisStorage(config)
-
-
-def mooncake_backend(cluster: MooncakeCluster, **settings: object) -> MooncakeStorage:
-    config = MooncakeStorageConfig(master_address=cluster.master_address,
-                                   metadata_server=cluster.metadata_server,
-                                   local_buffer_size=16 << 20, staging_bytes=4 << 20,
-                                   **settings)  # type: ignore[arg-type]
-    return MooncakeStorage(config)
-
-
 @pytest.fixture(params=KINDS)
 def open_backend(request: pytest.FixtureRequest,
                  tmp_path: Path) -> Iterator[Callable[[], StorageBackend]]:
     """Opens backends of one kind on one store (call it twice: two engines, one store)."""
-    kind: str = request.param
+    factory = _factory(request, tmp_path)
     opened: list[StorageBackend] = []
-    factories: dict[str, Callable[[], StorageBackend]] = {
-        "file": lambda: FileStorage(FileStorageConfig(root=tmp_path / "pages")),
-    }
-    if kind == "redis":
-        server: RedisServer = request.getfixturevalue("redis_server")
-        prefix = f"t{uuid.uuid4().hex[:8]}"
-        factories["redis"] = lambda: RedisStorage(
-            RedisStorageConfig(unix_socket=server.socket, prefix=prefix))
-    if kind == "mooncake":
-        cluster: MooncakeCluster = request.getfixturevalue("mooncake_cluster")
-        factories["mooncake"] = lambda: mooncake_backend(cluster)
 
     def open_one() -> StorageBackend:
-        opened.append(factories[kind]())
+        opened.append(factory())
         return opened[-1]
 
     yield open_one
     for backend in opened:
         backend.close()
+
+
+def _factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], StorageBackend]:
+    if request.param == "file":
+        return lambda: FileStorage(FileStorageConfig(root=tmp_path / "pages"))
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        # a prefix per test: tests share the server, never each other's pages
+        config = RedisStorageConfig(unix_socket=server.socket, prefix=f"t{uuid.uuid4().hex[:8]}")
+        return lambda: RedisStorage(config)
+    cluster: MooncakeCluster = request.getfixturevalue("mooncake_cluster")
+    return lambda: mooncake_backend(cluster)
 
 
 @pytest.fixture

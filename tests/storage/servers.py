@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from radixkv.storage import MooncakeStorage, MooncakeStorageConfig
+
 BIN = Path(sys.executable).parent
 LEASE_MS = 300
 """Mooncake's lease on an object after exists/get: short, so removal tests need not wait."""
@@ -158,3 +160,12 @@ def _listening(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def mooncake_backend(cluster: MooncakeCluster, **settings: object) -> MooncakeStorage:
+    """A MooncakeStorage client of ``cluster`` (buffers sized for the tests' pages)."""
+    config = MooncakeStorageConfig(master_address=cluster.master_address,
+                                   metadata_server=cluster.metadata_server,
+                                   local_buffer_size=16 << 20, staging_bytes=4 << 20,
+                                   **settings)  # type: ignore[arg-type]
+    return MooncakeStorage(config)

@@ -41,3 +41,14 @@ def rows(buffer: np.ndarray, pages: list[int] | range) -> PageRows:
 
 def empty(pages: int) -> np.ndarray:
     return np.zeros((pages * PAGE, *ROW), dtype=np.float16)
+
+
+def assert_hits_exact(flags: list[bool], target: np.ndarray, source: np.ndarray) -> None:
+    """Every page flagged as read equals its source bit for bit; every other page of
+    ``target`` (zeros before the read) is still untouched."""
+    for page, ok in enumerate(flags):
+        window = slice(page * PAGE, (page + 1) * PAGE)
+        if ok:
+            np.testing.assert_array_equal(target[window], source[window])
+        else:
+            assert not target[window].any()

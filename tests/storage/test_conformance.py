@@ -143,4 +143,8 @@ def test_rows_of_another_length_than_the_keys_raise(backend: StorageBackend) -> 
         backend.put_from(keys(2), rows(host(3), range(3)))
     with pytest.raises(InvalidSlotsError):
         PageRows(host(1), np.array([[0, 1, 2, 99]]))
-    assert backend.stats().put_pages == 0
+    frozen = empty(1)
+    frozen.flags.writeable = False
+    with pytest.raises(InvalidSlotsError):
+        backend.get_into(keys(1), rows(frozen, [0]))
+    assert backend.stats().put_pages == backend.stats().get_pages == 0

@@ -14,9 +14,8 @@ import pytest
 from radixkv.storage import MooncakeStorage
 from radixkv.storage.framing import frame
 
-from .conftest import mooncake_backend
-from .servers import LEASE_MS, MooncakeCluster, missing
-from .support import PAGE, ROW, empty, host, keys, rows
+from .servers import LEASE_MS, MooncakeCluster, missing, mooncake_backend
+from .support import PAGE, ROW, assert_hits_exact, empty, host, keys, rows
 
 pytestmark = pytest.mark.skipif(missing("mooncake_master") is not None,
                                 reason=str(missing("mooncake_master")))
@@ -95,12 +94,7 @@ def test_a_full_store_refuses_or_evicts_pages_but_never_returns_wrong_bytes(
     target = np.zeros_like(source)
     got = storage.get_into(names, rows(target, range(count)))
     assert 0 < sum(got) < count
-    for page, ok in enumerate(got):
-        window = slice(page * PAGE, (page + 1) * PAGE)
-        if ok:
-            np.testing.assert_array_equal(target[window], source[window])
-        else:
-            assert not target[window].any()
+    assert_hits_exact(got, target, source)
     faults = storage.stats().faults
     assert faults["full"] == stored.count(False)
     assert faults["missing"] == got.count(False)  # refused, or evicted since stored
@@ -137,4 +131,26 @@ def test_a_damaged_object_reads_as_a_corrupt_miss(mooncake_cluster: MooncakeClus
     assert storage.get_into(names, rows(target, range(2))) == [False, True]
     assert (target[:PAGE] == 9).all()
     assert storage.stats().faults["corrupt"] == 1
+    storage.close()
+
+
+def test_the_segment_holder_killed_loses_its_pages_as_misses(
+        own_cluster: MooncakeCluster) -> None:
+    own_cluster.start()
+    storage = mooncake_backend(own_cluster, retry_after_s=RETRY)
+    names, source = keys(3), host(3)
+    assert storage.put_from(names, rows(source, range(3))) == [True] * 3
+    own_cluster.segment.kill()
+    target = empty(3)
+    assert storage.get_into(names, rows(target, range(3))) == [False] * 3
+    assert not target.any()
+    faults = storage.stats().faults
+    assert faults["corrupt"] == 0 and faults["error"] + faults["missing"] == 3
+    # until the master gives the dead holder up (client_ttl), it still lists the pages and
+    # refuses to overwrite them: they keep reading as misses; then they can be written again
+    assert eventually(lambda: storage.exists_prefix(names) == 0)
+    own_cluster.segment.start()
+    assert eventually(lambda: storage.put_from(names, rows(source, range(3))) == [True] * 3)
+    assert storage.get_into(names, rows(target, range(3))) == [True] * 3
+    np.testing.assert_array_equal(target, source)
     storage.close()

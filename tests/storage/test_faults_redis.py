@@ -16,7 +16,7 @@ import redis
 from radixkv.storage import RedisStorage, RedisStorageConfig, StorageWorker
 
 from .servers import RedisServer, missing
-from .support import PAGE, ROW, empty, host, keys, rows
+from .support import PAGE, ROW, assert_hits_exact, empty, host, keys, rows
 
 pytestmark = pytest.mark.skipif(missing("redis-server") is not None,
                                 reason=str(missing("redis-server")))
@@ -112,10 +112,7 @@ def test_a_full_store_under_noeviction_refuses_puts_as_full(own_server: RedisSer
     target = np.zeros_like(source)
     got = storage.get_into(names, rows(target, range(count)))
     assert got == flags
-    for page, ok in enumerate(got):
-        if ok:
-            np.testing.assert_array_equal(target[page * PAGE : (page + 1) * PAGE],
-                                          source[page * PAGE : (page + 1) * PAGE])
+    assert_hits_exact(got, target, source)
 
 
 def test_pages_evicted_under_maxmemory_read_as_misses_never_as_wrong_data(
@@ -129,12 +126,7 @@ def test_pages_evicted_under_maxmemory_read_as_misses_never_as_wrong_data(
     target = np.zeros_like(source)
     got = storage.get_into(names, rows(target, range(count)))
     assert not all(got)  # the store could not hold them all
-    for page, ok in enumerate(got):
-        window = slice(page * PAGE, (page + 1) * PAGE)
-        if ok:
-            np.testing.assert_array_equal(target[window], source[window])
-        else:
-            assert not target[window].any()
+    assert_hits_exact(got, target, source)
     stats = storage.stats()
     assert stats.faults["missing"] == got.count(False) and stats.faults["corrupt"] == 0
 

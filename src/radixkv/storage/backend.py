@@ -75,7 +75,7 @@ class StorageBackend(ABC):
         round trip per batch and one checksum per page; after a failed batch the rest of the
         call is not tried (their flags are ``False``)."""
         keys = checked_keys(keys)
-        rows.check_keys(len(keys))
+        rows.check_keys(len(keys), writing=True)
         flags = [False] * len(keys)
         size = HEADER_BYTES + rows.page_bytes
         self._counters.get_pages += len(keys)

@@ -54,7 +54,10 @@ class PageRows:
         rows = np.frombuffer(payload, dtype=self.buffer.dtype)
         self.buffer[self.slots[page]] = rows.reshape((-1, *self.buffer.shape[1:]))
 
-    def check_keys(self, count: int) -> None:
-        """Raise :class:`InvalidArgumentError` unless the batch has ``count`` pages."""
+    def check_keys(self, count: int, writing: bool = False) -> None:
+        """Raise :class:`InvalidArgumentError` unless the batch has ``count`` pages, and
+        :class:`InvalidSlotsError` if ``writing`` into a read-only buffer."""
         if count != self.pages:
             raise InvalidArgumentError(f"{count} keys for {self.pages} pages of rows")
+        if writing and not self.buffer.flags.writeable:
+            raise InvalidSlotsError("get_into needs a writable buffer")

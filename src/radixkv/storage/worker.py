@@ -36,7 +36,7 @@ class StorageWorker:
         """:meth:`StorageBackend.get_into` off this thread; the rows must not be read or
         reused until the future is done."""
         checked = checked_keys(keys)
-        rows.check_keys(len(checked))
+        rows.check_keys(len(checked), writing=True)
         return self._pool.submit(self._backend.get_into, checked, rows)
 
     def put_from(self, keys: Sequence[str], rows: PageRows) -> Future[list[bool]]:
