@@ -148,3 +148,17 @@ def test_rows_of_another_length_than_the_keys_raise(backend: StorageBackend) -> 
     with pytest.raises(InvalidSlotsError):
         backend.get_into(keys(1), rows(frozen, [0]))
     assert backend.stats().put_pages == backend.stats().get_pages == 0
+
+
+def test_a_key_repeated_in_one_batch_reads_and_writes_every_copy(
+        backend: StorageBackend) -> None:
+    source, names = host(2), keys(2)
+    twice = [names[0], names[1], names[0]]
+    assert backend.exists_prefix(names) == 0
+    assert backend.put_from(twice, rows(source, [0, 1, 0])) == [True] * 3
+    target = empty(3)
+    assert backend.get_into(twice, rows(target, range(3))) == [True] * 3
+    assert backend.get_into(names[:1] * 2, rows(target, [0, 2])) == [True] * 2
+    np.testing.assert_array_equal(target[0:4], source[0:4])
+    np.testing.assert_array_equal(target[4:8], source[4:8])
+    np.testing.assert_array_equal(target[8:12], source[0:4])

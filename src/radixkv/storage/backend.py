@@ -89,9 +89,10 @@ class StorageBackend(ABC):
 
     def put_from(self, keys: Sequence[str], rows: PageRows) -> list[bool]:
         """Store ``rows``' page ``i`` under ``keys[i]``; flag ``i`` says the store took it
-        (readers then see it whole or not at all). The rows must not change until the call
-        returns. Cost: one copy and checksum per page, one round trip per batch; after a
-        failed batch the rest is not tried."""
+        (readers then see it whole or not at all). A key names its bytes: storing other
+        bytes under a key already present may keep either object. The rows must not change
+        until the call returns. Cost: one copy and checksum per page, one round trip per
+        batch; after a failed batch the rest is not tried."""
         keys = checked_keys(keys)
         rows.check_keys(len(keys))
         flags = [False] * len(keys)

@@ -22,6 +22,7 @@ OBJECT_NOT_FOUND = -704
 OBJECT_ALREADY_EXISTS = -705
 NO_AVAILABLE_HANDLE = -200
 RPC_FAIL = -900
+RPC_TIMEOUT = -901
 LEASE_EXPIRED = -707
 INVALID_PARAMS = -600
 _ABSENT = frozenset({OBJECT_NOT_FOUND, -703, -710, -712})
@@ -111,13 +112,15 @@ class MooncakeStorage(StorageBackend):
         return [code == 1 for code in codes]
 
     def _read(self, keys: list[str], size: int) -> list[bytes | str | None]:
-        out: list[bytes | str | None] = []
-        for group in self._groups(keys, [size] * len(keys)):
+        # the client fails all but one copy of a key repeated in a batch: ask each key once
+        unique = list(dict.fromkeys(keys))
+        found: dict[str, bytes | str | None] = {}
+        for group in self._groups(unique, [size] * len(unique)):
             codes = self._get_group(group)
-            for (_key, offset, _bound), code in zip(group, codes):
-                out.append(self._staging[offset : offset + code].tobytes() if code > 0
-                           else _read_fault(code))
-        return out
+            for (key, offset, _bound), code in zip(group, codes):
+                found[key] = (self._staging[offset : offset + code].tobytes() if code > 0
+                              else _read_fault(code))
+        return [found[key] for key in keys]
 
     def _get_group(self, group: list[tuple[str, int, int]]) -> list[int]:
         codes: list[int] = self._connected().batch_get_into(*self._arguments(group))
@@ -130,14 +133,16 @@ class MooncakeStorage(StorageBackend):
         return codes
 
     def _write(self, keys: list[str], blobs: list[bytes]) -> list[str | None]:
-        faults: list[str | None] = []
-        for group in self._groups(keys, [len(blob) for blob in blobs]):
-            for index, (_key, offset, length) in enumerate(group, start=len(faults)):
-                self._staging[offset : offset + length] = np.frombuffer(blobs[index], np.uint8)
+        first = dict(zip(reversed(keys), reversed(blobs)))  # a repeated key: its first object
+        unique = list(dict.fromkeys(keys))
+        outcome: dict[str, str | None] = {}
+        for group in self._groups(unique, [len(first[key]) for key in unique]):
+            for key, offset, length in group:
+                self._staging[offset : offset + length] = np.frombuffer(first[key], np.uint8)
             codes = self._connected().batch_put_from(*self._arguments(group))
             _raise_if_down(codes)
-            faults.extend(_put_fault(code) for code in codes)
-        return faults
+            outcome.update((key, _put_fault(code)) for (key, _o, _l), code in zip(group, codes))
+        return [outcome[key] for key in keys]
 
     def _groups(self, keys: list[str], sizes: list[int]) -> list[list[tuple[str, int, int]]]:
         """Keys packed in order into loads of the staging buffer: (key, offset, size)."""
@@ -177,8 +182,10 @@ class MooncakeStorage(StorageBackend):
 
 
 def _raise_if_down(codes: list[int]) -> None:
-    if codes and all(code == RPC_FAIL for code in codes):
-        raise StorageFault("unavailable", "the mooncake master did not answer")
+    """Raise when no key got an answer: the master is down (or stalled past its timeout)."""
+    if codes and all(code in (RPC_FAIL, RPC_TIMEOUT) for code in codes):
+        kind = "timeout" if RPC_TIMEOUT in codes else "unavailable"
+        raise StorageFault(kind, "the mooncake master did not answer")
 
 
 def _read_fault(code: int) -> str | None:
@@ -191,4 +198,6 @@ def _read_fault(code: int) -> str | None:
 def _put_fault(code: int) -> str | None:
     if code in (0, OBJECT_ALREADY_EXISTS):  # a key names its bytes: an equal object is there
         return None
-    return "full" if code == NO_AVAILABLE_HANDLE else "unavailable" if code == RPC_FAIL else "error"
+    if code == NO_AVAILABLE_HANDLE:
+        return "full"
+    return {RPC_FAIL: "unavailable", RPC_TIMEOUT: "timeout"}.get(code, "error")
