@@ -1,7 +1,10 @@
 """StorageBackend: the interface every L3 store implements, and the rules they all share.
 
-The public calls validate their arguments (a bad key or a rows batch of the wrong length is
-the caller's bug and raises), then talk to the store in batches of at most
+The public calls validate their arguments first (the caller's bugs raise, and nothing is
+sent: :class:`~radixkv.errors.InvalidArgumentError` for keys that are not a sequence of
+1-200 characters of ``[A-Za-z0-9_.:-]`` or a rows batch of another length,
+:class:`~radixkv.errors.InvalidSlotsError` for a read-only buffer given to ``get_into``),
+then talk to the store in batches of at most
 :attr:`StorageBackend.max_batch` pages, one round trip each. Every failure of the store
 itself (server down, killed, timed out, full, an object missing or failing its checksum) is
 a *fault*: it is counted in :meth:`stats` by kind and reads as a miss (``False`` / a shorter
@@ -212,6 +215,7 @@ class StorageBackend(ABC):
 
 
 def checked_keys(keys: Sequence[str]) -> list[str]:
+    """``keys`` as a list once each is a valid key, else :class:`InvalidArgumentError`."""
     if isinstance(keys, str) or not isinstance(keys, Sequence):
         raise InvalidArgumentError("storage keys must be a sequence of str")
     checked = list(keys)

@@ -1,4 +1,4 @@
-"""RedisStorage: pages in a Redis (or Valkey) server shared by a fleet of engines.
+"""RedisStorage: pages in a Redis server shared by a fleet of engines.
 
 Each page is two keys: ``<prefix>:d:<key>`` holds the framed object, ``<prefix>:m:<key>``
 marks it present. A put sends the data before the marker in one pipeline, so the marker
