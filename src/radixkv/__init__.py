@@ -33,6 +33,7 @@ from .components.dependencies import supported_combinations
 from .components.request import RequestSide, StateSide, TokenSide
 from .core import AllBlocksCleared, BlockRemoved, BlockStored, Lock, NodeId
 from .core.node import Node
+from .tiers import Copy, CopyEngine, Direction, HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 __version__ = "0.1.0"
 
@@ -49,7 +50,11 @@ __all__ = [
     "Component",
     "ComponentSpec",
     "ComponentStats",
+    "Copy",
+    "CopyEngine",
+    "Direction",
     "FullAttention",
+    "HostTier",
     "Lease",
     "LeaseState",
     "Lock",
@@ -57,6 +62,8 @@ __all__ = [
     "MatchResult",
     "Node",
     "NodeId",
+    "NumpyCopyConfig",
+    "NumpyCopyEngine",
     "PoolShape",
     "PrefixCache",
     "RequestSide",

@@ -108,6 +108,37 @@ def _add_verify(parser: argparse.ArgumentParser) -> None:
     cache = parser.add_argument_group("cache and engine")
     _add_ints(cache, _CACHE_INTS)
     cache.add_argument("--policy", default="lru", help="eviction policy")
+    _add_host(parser.add_argument_group("host tier (off unless --host-capacity is given)"))
+
+
+_WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
+
+
+def _add_host(host: argparse._ArgumentGroup) -> None:
+    host.add_argument("--host-capacity", type=_at_least(1), default=None, metavar="N",
+                      help="host KV slots of each per-token component (rounded up to whole "
+                      "pages); turns the host tier on")
+    host.add_argument("--host-states", type=_at_least(0), default=None, metavar="N",
+                      help="host MAMBA states (none: 8 x --mamba-states)")
+    host.add_argument("--write-policy", choices=_WRITE_POLICIES, default="write_through",
+                      help="when the host tier backs a prefix up")
+    host.add_argument("--copy-delay", type=_at_least(0), default=0, metavar="N",
+                      help="polls before a copy lands (with --copy-seed: a random delay up "
+                      "to N per batch, out of order)")
+    host.add_argument("--copy-seed", type=_at_least(0), default=None, metavar="N",
+                      help="seed of the copy delays and failures")
+    host.add_argument("--copy-failures", type=_share, default=0.0, metavar="F",
+                      help="share of copy batches that fail (in [0, 1])")
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(text)
+    return value
+
+
+_share.__name__ = "share in [0, 1]"
 
 
 def _at_least(minimum: int) -> Callable[[str], int]:

@@ -11,7 +11,7 @@ import pytest
 
 from radixkv.bench import report
 from radixkv.bench.peers.process import Worker
-from radixkv.bench.runner import make_workload, workload_info
+from radixkv.bench.runner import WorkloadSizes, make_workload, workload_info
 from radixkv.cli import main
 
 
@@ -19,8 +19,9 @@ def test_bench_ops_small_run_prints_inputs_table_and_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "bench-results" / "ops.json"
-    code = main(["bench", "ops", "--num-seqs", "40", "--rounds", "2", "--components", "full",
-                 "full+swa", "--page-size", "1", "16", "--verify", "--json", str(out)])
+    code = main(["bench", "ops", "--workload", "reference", "--num-seqs", "40", "--rounds",
+                 "2", "--components", "full", "full+swa", "--page-size", "1", "16", "--verify",
+                 "--json", str(out)])
     assert code == 0
     text = capsys.readouterr().out
     info = workload_info(make_workload(40))
@@ -34,12 +35,14 @@ def test_bench_ops_small_run_prints_inputs_table_and_json(
     document = json.loads(out.read_text())
     assert len(document["results"]) == 2 * 4 * 5
     assert {row["tree"] for row in document["summary"]} == {"radixkv"}
-    assert document["workload"]["sequences_sha256"] == info["sequences_sha256"]
+    assert document["workloads"]["reference"]["sequences_sha256"] == info["sequences_sha256"]
+    assert "short" not in document["workloads"]
 
 
 def test_bench_ops_mamba_single_operation(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bench", "ops", "--num-seqs", "30", "--rounds", "1", "--components",
-                 "full+mamba", "--page-size", "1", "--ops", "release", "--quiet"])
+    code = main(["bench", "ops", "--workload", "reference", "--num-seqs", "30", "--rounds",
+                 "1", "--components", "full+mamba", "--page-size", "1", "--ops", "release",
+                 "--quiet"])
     assert code == 0
     text = capsys.readouterr().out
     assert "release" in text and "insert" not in text.split("==")[-1]
@@ -53,10 +56,10 @@ def test_workload_reference_values_are_checked() -> None:
 
 
 def test_worker_protocol_with_radixkv() -> None:
-    worker = Worker("radixkv", num_seqs=30, verify=True)
+    worker = Worker("radixkv", WorkloadSizes(reference=30, short=None), verify=True)
     try:
-        assert worker.hello["workload"] == workload_info(make_workload(30))
-        records = list(worker.run("full", 1, ("insert", "lock_unlock")))
+        assert worker.hello["workloads"] == {"reference": workload_info(make_workload(30))}
+        records = list(worker.run("reference", "full", 1, ("insert", "lock_unlock")))
     finally:
         worker.close()
     assert [r["op"] for r in records] == ["insert", "lock_unlock"]
@@ -66,7 +69,8 @@ def test_worker_protocol_with_radixkv() -> None:
 def test_against_sglang_without_peers_venv_fails_cleanly(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["bench", "ops", "--num-seqs", "20", "--rounds", "1", "--components", "full",
+    code = main(["bench", "ops", "--num-seqs", "20", "--short-prompts", "50", "--rounds", "1",
+                 "--components", "full",
                  "--page-size", "1", "--against", "sglang", "--quiet",
                  "--peers-python", str(tmp_path / "missing" / "python")])
     assert code == 1

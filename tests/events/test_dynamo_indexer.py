@@ -1,11 +1,15 @@
 """(c) The real router: NVIDIA Dynamo's standalone KV indexer (``ai-dynamo-runtime`` 1.6.1)
 subscribes to the publisher, and its overlap scores must follow the cache through inserts,
-evictions, resets, a lost batch (recovered by replay) and a republish.
+evictions, resets, a lost batch (recovered by replay) and a republish; with a host tier, its
+per-tier overlap must follow backups (medium ``CPU``), demotion, host eviction, a failed
+backup and a load-back.
 
 The indexer runs as ``python -m dynamo.indexer --port P --threads 1``; workers are added with
 ``POST /register {"instance_id", "endpoint", "model_name", "block_size", "replay_endpoint"}``
 and ``POST /query {"token_ids", "model_name", "lora_name"?}`` answers
-``{"scores": {"<instance>": {"<dp_rank>": matched_tokens}}, ...}``.
+``{"scores": {"<instance>": {"<dp_rank>": matched_tokens}}, "instances": {"<instance>":
+{"gpu": g, "cpu": c, "disk": d, ...}}}``: ``gpu`` is the device overlap, ``cpu`` and ``disk``
+count cumulatively (the device overlap extended by host pages, then by disk pages).
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from .support import require_dynamo_indexer
 
 zmq = require_dynamo_indexer()
 
-from radixkv import PrefixCache  # noqa: E402
+from radixkv import CacheConfig, PrefixCache  # noqa: E402
 from radixkv.events import KVEventPublisher  # noqa: E402
+from radixkv.tiers import HostTier, NumpyCopyEngine  # noqa: E402
 
 from .dynamo_indexer import Indexer  # noqa: E402
 from .support import LOOPBACK, FailingSends, insert, make_cache, wait_for  # noqa: E402
@@ -195,3 +200,88 @@ def test_media_and_the_legacy_signed_form_are_understood(indexer: Indexer) -> No
     finally:
         for pub in pubs.values():
             pub.close()
+
+
+def tier_overlap(cache: PrefixCache, probes: list[list[int]]) -> list[dict[str, int | None]]:
+    """What the indexer's per-tier overlap should be: ``gpu`` the device match, ``cpu`` and
+    ``disk`` cumulative (the device match extended by host pages: the merged match)."""
+    out: list[dict[str, int | None]] = []
+    for tokens in probes:
+        match = cache.match(tokens)
+        device, merged = match.length, match.length + match.host_length
+        out.append({"gpu": device, "cpu": merged, "disk": merged} if merged else
+                   {"gpu": None, "cpu": None, "disk": None})
+    return out
+
+
+def test_per_tier_overlap_follows_backups_demotion_host_eviction_and_load_back(
+    indexer: Indexer,
+) -> None:
+    model, instance = "host-tier", 24
+    engine = NumpyCopyEngine()  # a batch completes at the next poll
+    cache = PrefixCache(CacheConfig(capacity=40, page_size=PAGE, events=True,
+                                    host=HostTier(capacity=32)), engine)
+    probes = [A, B, C, BIG[:4]]
+
+    def seen() -> list[dict[str, int | None]]:
+        out = []
+        for tokens in probes:
+            status, reply = indexer.post("/query", {"token_ids": tokens, "model_name": model})
+            assert status == 200, reply
+            tiers = reply["instances"].get(str(instance), {})
+            out.append({k: tiers.get(k) for k in ("gpu", "cpu", "disk")})
+        return out
+
+    def follows(expected: list[dict[str, int | None]]) -> None:
+        assert expected == tier_overlap(cache, probes)
+        got = wait_for(seen, lambda got: got == expected)
+        assert got == expected, indexer.log()[-3000:]
+        cache.check_invariants()
+
+    with publisher(topic=f"kv@{instance}@{model}") as pub:
+        indexer.register(instance, model, pub, PAGE)
+        time.sleep(0.3)
+        insert(cache, A)
+        insert(cache, B)  # write_through: both backed up, the copies in flight
+        pub.publish(cache)
+        follows([{"gpu": 16, "cpu": 16, "disk": 16}] * 2 + [{"gpu": None, "cpu": None,
+                                                           "disk": None}] * 2)
+        cache.poll()  # acknowledged: BlockStored CPU
+        pub.publish(cache)
+        assert cache.stats().host.components["full"].cached == 24
+        cache.evict(full=8)  # A's own half goes from the device, demoted: host-only
+        pub.publish(cache)
+        follows([{"gpu": 8, "cpu": 16, "disk": 16}, {"gpu": 16, "cpu": 16, "disk": 16}]
+                + [{"gpu": None, "cpu": None, "disk": None}] * 2)
+        assert indexer.scores(A, model) == {instance: 8}  # scores count the device only
+
+        insert(cache, C)  # its backup needs 12 host slots of 8 free: A's host-only half goes
+        cache.poll()
+        pub.publish(cache)
+        assert cache.stats().host.components["full"].evicted["budget"] == 8
+        follows([{"gpu": 8, "cpu": 8, "disk": 8}, {"gpu": 16, "cpu": 16, "disk": 16},
+                 {"gpu": 12, "cpu": 12, "disk": 12}, {"gpu": None, "cpu": None, "disk": None}])
+
+        insert(cache, BIG[:4])  # fits in the host's last 4 slots
+        (ticket,) = cache.host.records
+        engine.fail(ticket)
+        cache.poll()  # the backup failed: nothing is announced on the host
+        pub.publish(cache)
+        assert cache.stats().host.failed_backups == 1
+        follows([{"gpu": 8, "cpu": 8, "disk": 8}, {"gpu": 16, "cpu": 16, "disk": 16},
+                 {"gpu": 12, "cpu": 12, "disk": 12}, {"gpu": 4, "cpu": 4, "disk": 4}])
+        cache.evict(full=cache.stats().components["full"].cached)  # the device empties:
+        pub.publish(cache)  # A, B, C are demoted, D (its backup failed) is gone
+        follows([{"gpu": 0, "cpu": 8, "disk": 8}, {"gpu": 0, "cpu": 16, "disk": 16},
+                 {"gpu": 0, "cpu": 12, "disk": 12}, {"gpu": None, "cpu": None, "disk": None}])
+
+        lease = cache.admit([*B, 1], load_back=True)  # B revives on the device from the host
+        pub.publish(cache)
+        follows([{"gpu": 8, "cpu": 8, "disk": 8}, {"gpu": 16, "cpu": 16, "disk": 16},
+                 {"gpu": 0, "cpu": 12, "disk": 12}, {"gpu": None, "cpu": None, "disk": None}])
+        cache.wait(lease)
+        cache.finish(lease)
+        pub.republish_all(cache)  # the snapshot: device pages on GPU, host pages on CPU
+        assert tier_overlap(cache, probes)[1] == {"gpu": 16, "cpu": 16, "disk": 16}
+        follows(tier_overlap(cache, probes))
+        assert pub.stats()["send_errors"] == 0

@@ -14,13 +14,14 @@ from radixkv import CacheConfig, PrefixCache
 from radixkv.errors import ConfigError, InvalidArgumentTypeError
 from radixkv.metrics import (
     CACHE_METRICS,
+    HOST_METRICS,
     PRESETS,
     PUBLISHER_METRICS,
     CacheCollector,
     MetricsExporter,
 )
 
-SPECS = CACHE_METRICS + PUBLISHER_METRICS
+SPECS = CACHE_METRICS + HOST_METRICS + PUBLISHER_METRICS
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -71,6 +72,17 @@ def test_describe_names_every_family_without_reading_stats() -> None:
     assert [f.name for f in collector.describe()] == [
         PRESETS["vllm"].metric(spec.key) for spec in CACHE_METRICS]
     assert len(list(collector.collect())) == len(CACHE_METRICS) and Counting.reads == 1
+
+
+def test_a_cache_with_a_host_tier_describes_and_collects_the_host_families_too() -> None:
+    from radixkv.tiers import HostTier
+
+    collector = CacheCollector(PrefixCache(CacheConfig(capacity=8, host=HostTier(capacity=8))))
+    names = [PRESETS["vllm"].metric(spec.key) for spec in CACHE_METRICS + HOST_METRICS]
+    assert [f.name for f in collector.describe()] == names
+    assert [f.name for f in collector.collect()] == names
+    plain = CacheCollector(PrefixCache(CacheConfig(capacity=8)))
+    assert len(list(plain.collect())) == len(CACHE_METRICS)
 
 
 def test_the_exporter_checks_its_port_and_frees_it() -> None:

@@ -43,7 +43,8 @@ def expected_vllm(cache: PrefixCache) -> Scraped:
     s = cache.stats()
     want = {
         key("vllm:prefix_cache_queries_total"): s.match_tokens,
-        key("vllm:prefix_cache_hits_total", tier="device"): s.hit_tokens,
+        key("vllm:prefix_cache_hits_total", tier="device"):
+            s.hit_tokens - (0 if s.host is None else s.host.host_hit_tokens),
         key("vllm:prefix_cache_lost_tokens_total", component="all", reason="max_match"):
             s.capped_tokens,
         key("vllm:prefix_cache_lost_tokens_total", component="all", reason="unseen"):
@@ -64,19 +65,50 @@ def expected_vllm(cache: PrefixCache) -> Scraped:
     for kind, c in s.components.items():
         want[key("vllm:prefix_cache_lost_tokens_total", component=kind,
                  reason=reasons[kind])] = c.lost
-        for reason in ("budget", "cascade", "removal"):
-            want[key("vllm:prefix_cache_evictions_total", component=kind,
-                     reason=reason)] = c.evicted[reason]
-        used = c.pool_capacity - c.pool_available
-        want[key("vllm:kv_cache_usage_perc", component=kind, tier="device")] = (
-            used / c.pool_capacity)
-        want[key("vllm:kv_cache_pool_slots", component=kind, tier="device",
-                 state="free")] = c.pool_available
-        want[key("vllm:kv_cache_pool_slots", component=kind, tier="device",
-                 state="used")] = used
-        want[key("vllm:prefix_cache_cached", component=kind, state="evictable")] = c.evictable
-        want[key("vllm:prefix_cache_cached", component=kind, state="protected")] = c.protected
+    tiers = [("device", s.components)] + ([] if s.host is None else [("host",
+                                                                       s.host.components)])
+    for tier, components in tiers:
+        for kind, c in components.items():
+            for reason in ("budget", "cascade", "removal"):
+                want[key("vllm:prefix_cache_evictions_total", component=kind, tier=tier,
+                         reason=reason)] = c.evicted[reason]
+            used = c.pool_capacity - c.pool_available
+            want[key("vllm:kv_cache_usage_perc", component=kind, tier=tier)] = (
+                used / c.pool_capacity)
+            want[key("vllm:kv_cache_pool_slots", component=kind, tier=tier,
+                     state="free")] = c.pool_available
+            want[key("vllm:kv_cache_pool_slots", component=kind, tier=tier,
+                     state="used")] = used
+            for state in ("evictable", "protected"):
+                want[key("vllm:prefix_cache_cached", component=kind, tier=tier,
+                         state=state)] = getattr(c, state)
+    if s.host is not None:
+        want.update(expected_host(s.host))
     return {k: float(v) for k, v in want.items()}
+
+
+def expected_host(h: Any) -> Scraped:
+    """The host tier's series in the vLLM preset, from ``stats().host`` by hand."""
+    want = {
+        key("vllm:prefix_cache_hits_total", tier="host"): h.host_hit_tokens,
+        key("vllm:kv_cache_tier_copy_batches_total", direction="device_to_host"):
+            h.backup_batches,
+        key("vllm:kv_cache_tier_copy_batches_total", direction="host_to_device"):
+            h.load_batches,
+        key("vllm:kv_cache_tier_copy_failures_total", direction="device_to_host"):
+            h.failed_backups,
+        key("vllm:kv_cache_tier_copy_failures_total", direction="host_to_device"):
+            h.failed_loads,
+        key("vllm:kv_cache_tier_copies_in_flight"): h.copies_in_flight,
+        key("vllm:kv_cache_tier_skipped_backups_total"): h.skipped_backups,
+        key("vllm:prefix_cache_load_back_requests_total"): h.load_requests,
+    }
+    for kind, c in h.components.items():
+        want[key("vllm:kv_cache_tier_copied_total", component=kind,
+                 direction="device_to_host")] = c.backed_up
+        want[key("vllm:kv_cache_tier_copied_total", component=kind,
+                 direction="host_to_device")] = c.loaded
+    return want
 
 
 def hybrid() -> PrefixCache:

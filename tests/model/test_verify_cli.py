@@ -104,7 +104,9 @@ def test_progress_bar_stays_silent_off_a_terminal_and_redraws_only_on_change() -
     assert drawn.endswith("\rx [####] 8/8\n")
 
 
-def test_demo_runs_verify_with_its_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_runs_verify_with_its_defaults_then_with_a_host_tier(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     calls: list[list[str] | None] = []
 
     def main_spy(argv: list[str] | None = None) -> int:
@@ -113,7 +115,7 @@ def test_demo_runs_verify_with_its_defaults(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(cli, "main", main_spy)
     assert demo.main() == 0
-    assert calls == [["verify"]]
+    assert calls == [["verify"], ["verify", *demo.HOST_ARGS]]
 
 
 def test_verify_passes_every_combination_by_default() -> None:

@@ -31,7 +31,7 @@ class BenchShape:
 
 
 class BenchCache(Protocol):
-    """The operations of spec §5, on one fresh cache."""
+    """The operations of spec §5 (and ``admit_finish``), on one fresh cache."""
 
     page_size: int
 
@@ -42,6 +42,7 @@ class BenchCache(Protocol):
     def evict(self, num_tokens: int) -> None: ...
     def prepare_release(self, seq: list[int]) -> Any: ...
     def release(self, request: Any) -> None: ...
+    def admit_finish(self, seq: list[int]) -> None: ...
     def check(self) -> None: ...
 
 
@@ -106,6 +107,9 @@ class RadixKVCache:
 
     def release(self, request: Any) -> None:
         self.cache.finish(request)
+
+    def admit_finish(self, seq: list[int]) -> None:
+        self.cache.finish(self.cache.admit(seq))
 
     def check(self) -> None:
         self.cache.check_invariants()

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 COMPONENTS = ("full", "full+swa", "full+mamba")
-OPERATIONS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
+SPEC_OPERATIONS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
+OPERATIONS = (*SPEC_OPERATIONS, "admit_finish")
+WORKLOADS = ("reference", "short")
+PAGE_HASHES = ("sha256", "xxh3_128")  # radixkv.core.hashing.PAGE_HASHES (not imported here)
 
 
 def _positive(text: str) -> int:
@@ -31,24 +34,31 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
     """The ``bench`` subcommand and its ``ops`` sub-subcommand."""
     sub = parser.add_subparsers(dest="bench_command", metavar="BENCHMARK", title="benchmarks")
     ops = sub.add_parser(
-        "ops", help="time insert, match_prefix, evict, lock_unlock and release",
-        description="Run the five timed operations of the benchmark spec "
-        "(../shared/BENCH_WORKLOAD.md) on fresh caches, print the inputs' SHA-256 reference "
+        "ops", help="time insert, match_prefix, evict, lock_unlock, release, admit_finish",
+        description="Run the timed operations on fresh caches for each workload: the "
+        "reference workload (the five operations of the benchmark spec) and the short-prompt "
+        "workload (about 60-token chat turns, radixkv.bench.short: the same five plus "
+        "admit_finish of a fully cached prompt); print the inputs' SHA-256 reference "
         "values and structural counts and a table of ops/s, p50 and p99 (medians over "
         "rounds). With --against sglang, SGLang's UnifiedRadixCache with its Python and its "
         "Rust tree core runs in the same run, rounds alternating, from the .venv-peers that "
         "`make bench-peers` builds.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ops.add_argument("--workload", nargs="+", choices=WORKLOADS, default=list(WORKLOADS),
+                     help="workloads to run")
     ops.add_argument("--num-seqs", type=_positive, default=5000, metavar="N",
-                     help="sequences N of the workload (N + 1 are generated)")
+                     help="sequences N of the reference workload (N + 1 are generated)")
+    ops.add_argument("--short-prompts", type=_positive, default=20_000, metavar="P",
+                     help="prompts of the short-prompt workload")
     ops.add_argument("--rounds", type=_positive, default=5, metavar="N",
                      help="rounds; each runs every tree once per shape, medians reported")
     ops.add_argument("--components", nargs="+", choices=(*COMPONENTS, "all"),
                      default=["all"], help="component sets")
     ops.add_argument("--page-size", nargs="+", type=_positive, default=[1, 16], metavar="N",
                      help="page sizes")
-    ops.add_argument("--ops", nargs="+", choices=OPERATIONS, default=list(OPERATIONS),
-                     help="operations to time")
+    ops.add_argument("--ops", nargs="+", choices=OPERATIONS, default=None,
+                     help="operations to time on every workload (default: the spec's five on "
+                     "the reference workload, all six on the short one)")
     ops.add_argument("--verify", action="store_true",
                      help="check each cache's invariants after every warm-up op and at the end")
     ops.add_argument("--json", type=Path, default=None, metavar="PATH",
@@ -72,6 +82,21 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                        help="page sizes of the memory measurement")
     scale.add_argument("--json", type=Path, default=None, metavar="PATH",
                        help="write the results as JSON")
+    events = sub.add_parser(
+        "events", help="events on / events off cost of admit + finish, per page hash",
+        description="Run the short prompts through admit + finish + take_events on FULL "
+        "caches with events off and on (each page hash), rounds alternating, and report "
+        "p50 and the on/off ratio of each round (radixkv.bench.events).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    events.add_argument("--prompts", type=_positive, default=5000, metavar="P",
+                        help="short prompts per pass")
+    events.add_argument("--rounds", type=_positive, default=5, metavar="N", help="rounds")
+    events.add_argument("--page-size", nargs="+", type=_positive, default=[1, 16],
+                        metavar="N", help="page sizes")
+    events.add_argument("--page-hash", nargs="+", choices=PAGE_HASHES,
+                        default=list(PAGE_HASHES), help="page hashes with events on")
+    events.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help="write every round's results and the summary as JSON")
     sim = sub.add_parser(
         "sim", help="requests per second of wall time the simulator runs",
         description="Run a chat workload through the simulator (radixkv.sim) with a FULL "
@@ -87,45 +112,65 @@ def run(args: argparse.Namespace) -> int:
         from .scale import run_scale
 
         return run_scale(args)
+    if args.bench_command == "events":
+        from .events import run_events
+
+        return run_events(args)
     if args.bench_command == "sim":
         from ..sim.speed import run_speed
 
         return run_speed(args)
     if args.bench_command != "ops":
-        print("radixkv bench: choose a benchmark (ops, scale, sim)", file=sys.stderr)
+        print("radixkv bench: choose a benchmark (ops, scale, events, sim)", file=sys.stderr)
         return 2
     return _run_ops(args)
 
 
-def _run_ops(args: argparse.Namespace) -> int:
-    from . import report
-    from .runner import make_workload, workload_info
-    from .suite import PEER_SKIPS, Plan, Progress, check_same_inputs, in_process, run_plan
+def _plan(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The run's Plan and the workload sizes it needs, from the options."""
+    from .runner import WorkloadSizes
+    from .suite import Plan
 
     components = COMPONENTS if "all" in args.components else tuple(
         dict.fromkeys(args.components))
-    shapes = tuple((c, p) for c in components for p in dict.fromkeys(args.page_size))
+    workloads = tuple(dict.fromkeys(args.workload))
+    shapes = tuple((w, c, p) for w in workloads for c in components
+                   for p in dict.fromkeys(args.page_size))
     trees = ("radixkv", "sglang-rust", "sglang-python") if args.against else ("radixkv",)
-    plan = Plan(shapes, trees, args.rounds, tuple(dict.fromkeys(args.ops)))
-    work = make_workload(args.num_seqs, args.verify)
-    info = workload_info(work)
-    print(report.render_workload(info), flush=True)
+    defaults = {"reference": SPEC_OPERATIONS, "short": OPERATIONS}
+    ops = {w: tuple(dict.fromkeys(args.ops)) if args.ops else defaults[w] for w in workloads}
+    sizes = WorkloadSizes(args.num_seqs if "reference" in workloads else None,
+                          args.short_prompts if "short" in workloads else None)
+    return Plan(shapes, trees, args.rounds, ops), sizes
+
+
+def _run_ops(args: argparse.Namespace) -> int:
+    from . import report
+    from .runner import make_workloads, workload_info
+    from .suite import PEER_SKIPS, Progress, check_same_inputs, in_process, run_plan
+
+    plan, sizes = _plan(args)
+    shapes, trees = plan.shapes, plan.trees
+    works = make_workloads(sizes, args.verify)
+    infos = {name: workload_info(work) for name, work in works.items()}
+    for info in infos.values():
+        print(report.render_workload(info), flush=True)
     workers: list[Any] = []
     try:
         if args.against:
             try:
-                runners, hellos = _start_workers(args, trees, workers)
-                check_same_inputs(info, hellos)
+                runners, hellos = _start_workers(args, sizes, trees, workers)
+                check_same_inputs(infos, hellos)
             except (OSError, RuntimeError) as exc:
                 print(f"radixkv bench: error: {exc}", file=sys.stderr)
                 return 1
             for hello in hellos:
                 print(_hello_text(hello), flush=True)
             for shape, why in PEER_SKIPS.items():
-                if shape in shapes:
+                if any(s[1:] == shape for s in shapes):
                     print(f"SGLang skipped for {shape[0]} page {shape[1]}: {why}")
         else:
-            runners, hellos = {"radixkv": in_process(work)}, []
+            runners, hellos = {"radixkv": in_process(works)}, []
         try:
             records = run_plan(plan, runners, Progress(plan, enabled=not args.quiet))
         except RuntimeError as exc:  # a worker failed: its stderr tail is in the message
@@ -141,17 +186,17 @@ def _run_ops(args: argparse.Namespace) -> int:
     summary = report.summarize(records)
     ratio_rows = report.ratios(summary)
     count_map = report.counts(records)
-    for components_, page in shapes:
-        text = report.render_shape(components_, page, summary, ratio_rows, count_map, trees)
+    for shape in shapes:
+        text = report.render_shape(shape, summary, ratio_rows, count_map, trees)
         if text:
             print("\n" + text)
     if args.json is not None:
-        _write_json(args, info, hellos, records, summary, ratio_rows, count_map)
+        _write_json(args, infos, hellos, records, summary, ratio_rows, count_map)
     return 0
 
 
-def _start_workers(args: argparse.Namespace, trees: tuple[str, ...], workers: list[Any]
-                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _start_workers(args: argparse.Namespace, sizes: Any, trees: tuple[str, ...],
+                   workers: list[Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from .peers.process import Worker, find_peers_python
 
     peers_python = find_peers_python(args.peers_python)
@@ -159,7 +204,7 @@ def _start_workers(args: argparse.Namespace, trees: tuple[str, ...], workers: li
     for tree in trees:
         if not args.quiet:
             print(f"starting the {tree} worker ...", file=sys.stderr, flush=True)
-        worker = Worker(tree, args.num_seqs, args.verify, peers_python)
+        worker = Worker(tree, sizes, args.verify, peers_python)
         workers.append(worker)
         runners[tree] = worker.run
     return runners, [w.hello for w in workers]
@@ -193,17 +238,17 @@ def _hello_text(hello: dict[str, Any]) -> str:
     return text
 
 
-def _write_json(args: argparse.Namespace, info: dict[str, Any], hellos: list[dict[str, Any]],
+def _write_json(args: argparse.Namespace, infos: dict[str, Any], hellos: list[dict[str, Any]],
                 records: list[dict[str, Any]], summary: list[dict[str, Any]],
                 ratio_rows: list[dict[str, Any]], count_map: dict[Any, Any]) -> None:
     document = {
         "machine": {"platform": platform.platform(), "processor": platform.processor(),
                     "python": platform.python_version()},
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "workload": info, "workers": hellos, "results": records, "summary": summary,
+        "workloads": infos, "workers": hellos, "results": records, "summary": summary,
         "ratios": ratio_rows,
-        "counts": [{"components": c, "page_size": p, "tree": t, **v}
-                   for (c, p, t), v in count_map.items()],
+        "counts": [{"workload": w, "components": c, "page_size": p, "tree": t, **v}
+                   for (w, c, p, t), v in count_map.items()],
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(document, indent=1) + "\n")

@@ -1,4 +1,6 @@
-"""The five timed operations of the benchmark spec (§5), each on a fresh cache."""
+"""The timed operations, each on a fresh cache: the five of the benchmark spec (§5) and
+``admit_finish``, the whole life of a request whose prompt is fully cached (match, lock,
+allocate what is left, insert, unlock)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .adapters import BenchCache
+from .short import ShortConfig, short_queries
 from .timing import Timing, time_items
 from .workload import lock_targets, queries
 
-OPS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
+SPEC_OPS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
+OPS = (*SPEC_OPS, "admit_finish")
+REFERENCE, SHORT = "reference", "short"
+WORKLOADS = (REFERENCE, SHORT)
 
 
 @dataclass
@@ -24,13 +30,24 @@ class OpResult:
 
 @dataclass(frozen=True)
 class Workload:
-    """The generated inputs, shared by every operation and every tree under test."""
+    """The generated inputs, shared by every operation and every tree under test: the
+    reference workload's sequences, or (``name`` ``"short"``) the short prompts of
+    :mod:`radixkv.bench.short`. ``request_rows``: the request rows of the cache (spec §4)."""
 
     seqs: list[list[int]]
     num_seqs: int
     kv_size: int
     avg_tokens: int
     verify: bool = False
+    name: str = REFERENCE
+    request_rows: int = 5100
+
+
+def match_queries(work: Workload, populated: int) -> tuple[list[list[int]], dict[str, int]]:
+    """The match_prefix queries of ``work`` once ``populated`` sequences are cached."""
+    if work.name == SHORT:
+        return short_queries(work.seqs, populated, ShortConfig(prompts=work.num_seqs))
+    return queries(work.seqs, populated)
 
 
 def _checker(cache: BenchCache, verify: bool, extra: Callable[[Any], None] | None = None
@@ -46,17 +63,21 @@ def _checker(cache: BenchCache, verify: bool, extra: Callable[[Any], None] | Non
     return check
 
 
+def _cached_whole(cache: BenchCache) -> Callable[[list[int]], None]:
+    """A check that every whole page of a sequence is cached (the workloads never skip a
+    sequence: K exceeds any one)."""
+    def check(seq: list[int]) -> None:
+        assert cache.match(seq)[0] == len(seq) - len(seq) % cache.page_size
+
+    return check
+
+
 def run_insert(make: Callable[[], BenchCache], work: Workload) -> OpResult:
     cache = make()
     warmup = min(20, work.num_seqs // 10)
-
-    def inserted_fully(seq: list[int]) -> None:
-        # the workload never skips a sequence (K exceeds any one): every whole page is cached
-        assert cache.match(seq)[0] == len(seq) - len(seq) % cache.page_size
-
     timing = time_items(work.seqs, cache.insert_with_fallback, warmup,
                         work.num_seqs - warmup, work.avg_tokens,
-                        _checker(cache, work.verify, inserted_fully))
+                        _checker(cache, work.verify, _cached_whole(cache)))
     return OpResult("insert", timing)
 
 
@@ -70,7 +91,7 @@ def populated(make: Callable[[], BenchCache], work: Workload) -> tuple[BenchCach
 
 def run_match(make: Callable[[], BenchCache], work: Workload) -> OpResult:
     cache, count = populated(make, work)
-    items, kinds = queries(work.seqs, count)
+    items, kinds = match_queries(work, count)
     warmup = min(20, len(items) // 10)
     timed = min(len(items) - warmup, work.num_seqs)
     timing = time_items(items, cache.match, warmup, timed, work.avg_tokens,
@@ -117,10 +138,20 @@ def run_release(make: Callable[[], BenchCache], work: Workload) -> OpResult:
     return OpResult("release", timing, {"prepared_reqs": len(requests)})
 
 
+def run_admit_finish(make: Callable[[], BenchCache], work: Workload) -> OpResult:
+    cache, count = populated(make, work)
+    items = work.seqs[:count]  # every one fully cached (whole pages)
+    warmup = min(20, count // 10)
+    timing = time_items(items, cache.admit_finish, warmup, count - warmup, work.avg_tokens,
+                        _checker(cache, work.verify, _cached_whole(cache)))
+    return OpResult("admit_finish", timing, {"cached_prompts": count})
+
+
 RUNNERS: dict[str, Callable[[Callable[[], BenchCache], Workload], OpResult]] = {
     "insert": run_insert,
     "match_prefix": run_match,
     "evict": run_evict,
     "lock_unlock": run_lock_unlock,
     "release": run_release,
+    "admit_finish": run_admit_finish,
 }

@@ -9,48 +9,53 @@ from pathlib import Path
 from typing import Any
 
 TREES = ("radixkv", "sglang-rust", "sglang-python")
-OPS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
+OPS = ("insert", "match_prefix", "evict", "lock_unlock", "release", "admit_finish")
+
+
+def _shape(r: dict[str, Any]) -> tuple[str, str, int]:
+    return r.get("workload", "reference"), r["components"], r["page_size"]
 
 
 def draw(result: dict[str, Any], out: Path) -> None:
-    """Write a PNG of grouped bars (log scale), with the radixkv/rust ratio over each group."""
+    """Write a PNG of grouped bars (log scale), with the radixkv/rust ratio over each group;
+    one panel per (workload, components, page size)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = result["summary"]
-    shapes = sorted({(r["components"], r["page_size"]) for r in rows})
-    ratios = {(r["components"], r["page_size"], r["op"]): r.get("vs_rust")
-              for r in result.get("ratios", [])}
+    shapes = sorted({_shape(r) for r in rows})
+    ratios = {(*_shape(r), r["op"]): r.get("vs_rust") for r in result.get("ratios", [])}
     fig, axes = plt.subplots(len(shapes), 1, figsize=(9, 2.8 * len(shapes)), squeeze=False)
-    for ax, (components, page) in zip(axes[:, 0], shapes):
-        _panel(ax, rows, ratios, components, page)
+    for ax, shape in zip(axes[:, 0], shapes):
+        _panel(ax, [r for r in rows if _shape(r) == shape], ratios, shape)
     axes[0, 0].legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
 
 
-def _panel(ax: Any, rows: list[dict[str, Any]], ratios: dict[tuple[str, int, str], Any],
-           components: str, page: int) -> None:
+def _panel(ax: Any, rows: list[dict[str, Any]], ratios: dict[tuple[str, str, int, str], Any],
+           shape: tuple[str, str, int]) -> None:
     width = 0.27
+    ops = [op for op in OPS if any(r["op"] == op for r in rows)]
     for offset, tree in enumerate(TREES):
-        values = [next((r["ops_per_s"] for r in rows if (r["components"], r["page_size"],
-                        r["tree"], r["op"]) == (components, page, tree, op)), 0.0)
-                  for op in OPS]
-        ax.bar([i + (offset - 1) * width for i in range(len(OPS))], values, width,
+        values = [next((r["ops_per_s"] for r in rows if (r["tree"], r["op"]) == (tree, op)),
+                       0.0) for op in ops]
+        ax.bar([i + (offset - 1) * width for i in range(len(ops))], values, width,
                label=tree)
-    for i, op in enumerate(OPS):
-        ratio = ratios.get((components, page, op))
+    for i, op in enumerate(ops):
+        ratio = ratios.get((*shape, op))
         if ratio:
             ax.annotate(f"{ratio:.2f}x", (i, 1.0), xycoords=("data", "axes fraction"),
                         ha="center", va="bottom", fontsize=8)
     ax.set_yscale("log")
-    ax.set_xticks(range(len(OPS)), OPS)
+    ax.set_xticks(range(len(ops)), ops)
     ax.set_ylabel("ops/s (median)")
-    ax.set_title(f"{components}, page {page} (label: radixkv / SGLang rust)", fontsize=9,
-                 pad=14)
+    workload, components, page = shape
+    title = components if workload == "reference" else f"{workload}: {components}"
+    ax.set_title(f"{title}, page {page} (label: radixkv / SGLang rust)", fontsize=9, pad=14)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,8 @@ from .runner import Record
 TARGET = 2.0
 STAT_KEYS = ("ops_per_s", "p50_us", "p99_us", "mean_us")
 COUNT_KEYS = ("filled_seqs", "prepared_reqs", "distinct_nodes", "query_kinds")
+Shape = tuple[str, str, int]
+"""(workload, components, page size)."""
 
 # Spec §2/§3 reference values for the default N = 5000.
 SPEC_REFERENCE = {
@@ -22,16 +24,31 @@ SPEC_REFERENCE = {
     "queries_sha256": "ada8d0345a8fed5eb5dae51b494dd42bd741b8ed8de57ebed0eeb37213543f47",
 }
 
+# The short-prompt workload's values for its default P = 20,000 (radixkv.bench.short).
+SHORT_REFERENCE = {
+    "sequences": 20_000, "total_tokens": 1_194_103, "longest": 80, "avg_tokens": 59,
+    "first_len": 67, "root_tokens": [15376, 15745, 9337, 13663],
+    "sequences_sha256": "083c0256786bb36a8bc4dd6ba3cfc1c32146a3103840c11947437346fac088e9",
+    "queries": 20_000, "query_kinds": {"exact": 6749, "system": 6632, "miss": 6619},
+    "query_tokens": 1_195_832,
+    "queries_sha256": "ea536b01794cf5ce52ba5eb66ee74c10fa9d4a2edf3ae54ad9bea82543b9e64f",
+}
+REFERENCES = {("reference", 5000): SPEC_REFERENCE, ("short", 20_000): SHORT_REFERENCE}
+
+
+def _shape(r: Record) -> Shape:
+    return r.get("workload", "reference"), r["components"], r["page_size"]
+
 
 def summarize(records: list[Record]) -> list[Record]:
-    """Median of each statistic over rounds, per (shape, tree, operation)."""
-    groups: dict[tuple[str, int, str, str], list[Record]] = {}
+    """Median of each statistic over rounds, per (workload, shape, tree, operation)."""
+    groups: dict[tuple[Shape, str, str], list[Record]] = {}
     for r in records:
-        groups.setdefault((r["components"], r["page_size"], r["tree"], r["op"]), []).append(r)
+        groups.setdefault((_shape(r), r["tree"], r["op"]), []).append(r)
     out = []
-    for (components, page, tree, op), rows in groups.items():
-        row: Record = {"components": components, "page_size": page, "tree": tree, "op": op,
-                       "rounds": len(rows)}
+    for ((workload, components, page), tree, op), rows in groups.items():
+        row: Record = {"workload": workload, "components": components, "page_size": page,
+                       "tree": tree, "op": op, "rounds": len(rows)}
         for key in STAT_KEYS:
             row[key] = statistics.median(r[key] for r in rows)
         row["ops_per_s_rounds"] = [r["ops_per_s"] for r in rows]
@@ -40,29 +57,31 @@ def summarize(records: list[Record]) -> list[Record]:
 
 
 def ratios(summary: list[Record]) -> list[Record]:
-    """radixkv's median ops/s over each peer's, per (shape, operation)."""
-    by_key = {(s["components"], s["page_size"], s["tree"], s["op"]): s for s in summary}
+    """radixkv's median ops/s over each peer's, per (workload, shape, operation)."""
+    by_key = {(_shape(s), s["tree"], s["op"]): s for s in summary}
     out = []
-    for (components, page, tree, op), mine in by_key.items():
+    for (shape, tree, op), mine in by_key.items():
         if tree != "radixkv":
             continue
-        row: Record = {"components": components, "page_size": page, "op": op}
+        row: Record = {"workload": shape[0], "components": shape[1], "page_size": shape[2],
+                       "op": op}
         for peer in ("sglang-rust", "sglang-python"):
-            theirs = by_key.get((components, page, peer, op))
+            theirs = by_key.get((shape, peer, op))
             if theirs is not None and theirs["ops_per_s"]:
                 row[f"vs_{peer.removeprefix('sglang-')}"] = mine["ops_per_s"] / theirs["ops_per_s"]
-        if len(row) > 3:
+        if len(row) > 4:
             out.append(row)
     return out
 
 
-def counts(records: list[Record]) -> dict[tuple[str, int, str], Record]:
-    """Structural counts and per-operation end states of each tree's first round."""
-    out: dict[tuple[str, int, str], Record] = {}
+def counts(records: list[Record]) -> dict[tuple[str, str, int, str], Record]:
+    """Structural counts and per-operation end states of each tree's first round, per
+    (workload, components, page size, tree)."""
+    out: dict[tuple[str, str, int, str], Record] = {}
     for r in records:
         if r["round"] != 0:
             continue
-        entry = out.setdefault((r["components"], r["page_size"], r["tree"]), {"end_state": {}})
+        entry = out.setdefault((*_shape(r), r["tree"]), {"end_state": {}})
         entry.update({k: v for k, v in r["counts"].items() if k in COUNT_KEYS})
         entry["end_state"][r["op"]] = r["end_state"]
     return out
@@ -78,17 +97,22 @@ def _count_text(entry: Record) -> str:
         if key in entry]
     if "query_kinds" in entry:
         kinds = entry["query_kinds"]
-        parts.append("queries={exact}/{extended}/{miss}".format(**kinds))
+        parts.append("queries=" + "/".join(map(str, kinds.values())))
     return " ".join(parts)
 
 
-def render_shape(components: str, page: int, summary: list[Record], ratio_rows: list[Record],
-                 count_map: dict[tuple[str, int, str], Record], trees: tuple[str, ...]) -> str:
-    rows = [s for s in summary if s["components"] == components and s["page_size"] == page]
+def render_shape(shape: Shape, summary: list[Record], ratio_rows: list[Record],
+                 count_map: dict[tuple[str, str, int, str], Record], trees: tuple[str, ...]
+                 ) -> str:
+    """The table of one (workload, components, page size): every tree's medians, the
+    ratios against the peers and the structural counts."""
+    workload, components, page = shape
+    rows = [s for s in summary if _shape(s) == shape]
     if not rows:
         return ""
     rounds = max(s["rounds"] for s in rows)
-    lines = [f"== {components}, page {page}: median of {rounds} round(s) "
+    title = components if workload == "reference" else f"{workload}: {components}"
+    lines = [f"== {title}, page {page}: median of {rounds} round(s) "
              "(ops/s; latencies in µs) ==",
              f"{'operation':<13} {'tree':<14} {'ops/s':>10} {'p50':>9} {'p99':>10} {'mean':>9}"]
     ops = list(dict.fromkeys(s["op"] for s in rows))
@@ -103,7 +127,7 @@ def render_shape(components: str, page: int, summary: list[Record], ratio_rows: 
                          f"{_fmt(s['p50_us']):>9} {_fmt(s['p99_us']):>10} "
                          f"{_fmt(s['mean_us']):>9}")
             first = False
-    mine = [r for r in ratio_rows if r["components"] == components and r["page_size"] == page]
+    mine = [r for r in ratio_rows if _shape(r) == shape]
     if mine:
         lines.append(f"radixkv ÷ SGLang, median ops/s (target ≥ {TARGET:.0f}×):")
         lines.append(f"{'operation':<13} {'vs rust':>12} {'vs python':>12}")
@@ -114,14 +138,14 @@ def render_shape(components: str, page: int, summary: list[Record], ratio_rows: 
                 cells.append("-" if value is None else
                              f"{value:.2f}{'' if value >= TARGET else ' <2x'}")
             lines.append(f"{r['op']:<13} {cells[0]:>12} {cells[1]:>12}")
-    lines.extend(render_counts(components, page, count_map, trees))
+    lines.extend(render_counts(shape, count_map, trees))
     return "\n".join(lines)
 
 
-def render_counts(components: str, page: int, count_map: dict[tuple[str, int, str], Record],
+def render_counts(shape: Shape, count_map: dict[tuple[str, str, int, str], Record],
                   trees: tuple[str, ...]) -> list[str]:
-    entries = {t: count_map[(components, page, t)] for t in trees
-               if (components, page, t) in count_map}
+    keys = {t: (*shape, t) for t in trees}
+    entries = {t: count_map[key] for t, key in keys.items() if key in count_map}
     if not entries:
         return []
     texts = {t: _count_text(e) for t, e in entries.items()}
@@ -142,27 +166,30 @@ def render_counts(components: str, page: int, count_map: dict[tuple[str, int, st
 
 
 def check_reference(info: dict[str, Any]) -> list[str]:
-    """Differences from the spec's reference values (only meaningful for N = 5000)."""
-    if info["num_seqs"] != 5000:
+    """Differences from the documented reference values (only the reference workload with
+    N = 5000 and the short one with 20,000 prompts have them)."""
+    expected = REFERENCES.get((info.get("workload", "reference"), info["num_seqs"]))
+    if expected is None:
         return []
-    return [f"{k}: {info.get(k)!r} != spec {v!r}" for k, v in SPEC_REFERENCE.items()
+    return [f"{k}: {info.get(k)!r} != documented {v!r}" for k, v in expected.items()
             if info.get(k) != v]
 
 
 def render_workload(info: dict[str, Any]) -> str:
-    kinds = info["query_kinds"]
+    """The inputs' figures and SHA-256 values, and whether they match the documented ones."""
+    kinds = ", ".join(f"{kind} {count}" for kind, count in info["query_kinds"].items())
     lines = [
-        f"workload: N={info['num_seqs']}: {info['sequences']} sequences, "
+        f"workload {info.get('workload', 'reference')}: N={info['num_seqs']}: "
+        f"{info['sequences']} sequences, "
         f"{info['total_tokens']:,} tokens, longest {info['longest']}, avg_tokens "
         f"{info['avg_tokens']}, len(seqs[0]) {info['first_len']}, root tokens "
         f"{', '.join(map(str, info['root_tokens']))}",
         f"  sequences SHA-256 {info['sequences_sha256']}",
-        f"  queries: {info['queries']} (exact {kinds['exact']}, extended {kinds['extended']}, "
-        f"miss {kinds['miss']}), {info['query_tokens']:,} tokens, SHA-256 "
+        f"  queries: {info['queries']} ({kinds}), {info['query_tokens']:,} tokens, SHA-256 "
         f"{info['queries_sha256']}",
     ]
-    if info["num_seqs"] == 5000:
+    if (info.get("workload", "reference"), info["num_seqs"]) in REFERENCES:
         problems = check_reference(info)
-        lines.append("  spec reference values: " + ("all match" if not problems else
-                                                    "DIFFER: " + "; ".join(problems)))
+        lines.append("  documented reference values: " + (
+            "all match" if not problems else "DIFFER: " + "; ".join(problems)))
     return "\n".join(lines)

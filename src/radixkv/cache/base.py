@@ -16,6 +16,7 @@ from ..core.keys import (
     validate_namespace,
 )
 from ..core.node import Node
+from ..core.tiers import DEVICE
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
@@ -137,12 +138,26 @@ class CacheBase:
         # cache); their FULL entries on a usable path are never None
         path_values = [n.values for n in found.path]
         index = self._state
-        host_length = 0 if self.host is None else self._host_length(key, space, found)
         if index is None:
-            return MatchResult(length, path_values, handle, host_length=host_length)
-        state = None if node is None else self.tree.value(node, index)
-        return MatchResult(length, path_values, handle, state,
-                           (found.branch, num_tokens, self.tree.components[index]), host_length)
+            result = MatchResult(length, path_values, handle)
+        else:
+            state = None if node is None else self.tree.value(node, index)
+            result = MatchResult(length, path_values, handle, state,
+                                 (found.branch, num_tokens, self.tree.components[index]))
+        if self.host is not None:
+            self._with_host(result, key, space, found)
+        return result
+
+    def _with_host(self, result: MatchResult, key: bytes, space: Namespace,
+                   found: TreeMatch) -> None:
+        """Fill in what the host tier adds to a match: ``host_length``, the load-backs
+        still writing to the prefix; and note the hit nodes' uses for the write policy."""
+        result.host_length = self._host_length(key, space, found)
+        copying = self.tree.copying
+        if copying:
+            result.loading = tuple(sorted({
+                record.ticket for node in found.path for record in copying.get(node.id, ())
+                if record.tier == DEVICE}))
 
     def _host_length(self, key: bytes, space: Namespace, found: TreeMatch) -> int:
         """Tokens beyond the device match that host values make usable; notes the hit

@@ -56,9 +56,12 @@ class CacheConfig:
     ``page_size``) and ``mamba_states`` (state slots). ``bigram``: EAGLE bigram keys (not
     with MAMBA). ``events``: queue KV events. ``event_queue_limit``: the most events queued
     between two ``take_events()`` (a full queue is discarded and counted; the publisher then
-    resyncs its routers). ``lost_hits``: explain every match that falls short of what the
-    tree holds (``ComponentStats.lost``, ``CacheStats.capped_tokens``); off, those count as
-    unseen. ``default_ttl``: tlru time-to-live (ticks) of a request that gives none.
+    resyncs its routers). ``page_hash``: the chained page hash behind event ids and storage
+    keys, ``"sha256"`` (default) or ``"xxh3_128"`` (faster; the ``fasthash`` extra), part of
+    what identifies a key (:func:`radixkv.core.hashing.key_identity`). ``lost_hits``:
+    explain every match that falls short of what the tree holds (``ComponentStats.lost``,
+    ``CacheStats.capped_tokens``); off, those count as unseen. ``default_ttl``: tlru
+    time-to-live (ticks) of a request that gives none.
     ``host``: the host-memory tier (:class:`~radixkv.tiers.HostTier`); ``None`` (the
     default) has none, and nothing costs more than an ``if``.
     Raises :class:`ConfigError` on any invalid value or combination. ``specs`` holds the
@@ -76,6 +79,7 @@ class CacheConfig:
     bigram: bool = False
     events: bool = False
     event_queue_limit: int = 100_000
+    page_hash: str = "sha256"
     lost_hits: bool = True
     default_ttl: int = 1024
     host: HostTier | None = None
@@ -172,6 +176,7 @@ class CacheConfig:
             events=self.events,
             event_queue_limit=self.event_queue_limit,
             default_ttl=self.default_ttl,
+            page_hash=self.page_hash,
             tiers=1 if self.host is None else 2,
         )
 

@@ -97,8 +97,9 @@ class Lease:
     def ready(self) -> bool:
         """Whether the KV of the cached prefix is in place: False while host-to-device
         copies it needs are in flight (:meth:`PrefixCache.poll` reports when they land);
-        only then may the engine read it. extend/commit/finish refuse a lease not ready."""
-        return not self.waiting
+        only then may the engine read it. extend/commit/finish refuse a lease not ready. A
+        FAILED lease is never ready (admit again)."""
+        return not self.waiting and self.state is not LeaseState.FAILED
 
     # ---------------------------------------------------------------- tokens and FULL
 

@@ -33,10 +33,13 @@ class MatchResult:
     available on the host tier. ``mamba_slot``: the state slot to copy from, if any (valid
     under the same rule). ``checkpoint_hints``: positions where a request with this prompt
     should save states so that later requests hit (empty without a state component).
+    ``loading``: tickets of load-backs (another request's) still writing KV into part of
+    this prefix; its slots hold that KV only once :meth:`PrefixCache.poll` has applied them
+    (a lease waits for them itself; empty without a host tier).
     """
 
     __slots__ = ("_hint_inputs", "_path_values", "_slots", "_state", "host_length", "length",
-                 "node")
+                 "loading", "node")
 
     def __init__(
         self, length: int, path_values: list[list[np.ndarray | None]], node: NodeId | None,
@@ -46,6 +49,7 @@ class MatchResult:
         self.length, self._path_values, self.node = length, path_values, node
         self._state, self._hint_inputs, self.host_length = state, hint_inputs, host_length
         self._slots: np.ndarray | None = None
+        self.loading: tuple[int, ...] = ()
 
     # bench match_prefix: slots, the state slot and the hints are computed only when read,
     # from what the match captured: the nodes' values lists along the path (never changed

@@ -51,12 +51,17 @@ class LoadBack(CacheBase):
     def _host_prefix(self, key: bytes, space: Namespace, found: TreeMatch
                      ) -> tuple[TreeMatch, list[int] | None]:
         """The longer prefix host values make usable, with the device slots its load-back
-        needs per component; ``found`` and ``None`` when the host adds nothing. Pure."""
+        needs per component; ``found`` and ``None`` when the host adds nothing, or when a
+        node of that prefix is being loaded back already (a copy that may still fail must
+        not have another below or beside it). Pure."""
         host = self.host
         assert host is not None
         merged = self.tree.host_match(key, space)
         if merged.length <= found.length or merged.node is None:
             return found, None
+        copying = self.tree.copying
+        if copying and any(r.tier == DEVICE for n in merged.path for r in copying.get(n.id, ())):
+            return found, None  # a prefix still loading is not loaded twice: admit without
         return merged, host.load_sizes(merged.node, merged.length)
 
     def _start_load(self, lock: Lock, device_length: int, length: int) -> None:

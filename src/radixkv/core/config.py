@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from .hashing import page_hash
 from .policy import POLICIES
 
 
@@ -18,7 +19,9 @@ class TreeConfig:
     two drains (see :class:`~radixkv.core.event_log.EventLog`). ``default_ttl``: tlru
     time-to-live in ticks for requests that give none. ``medium``: the medium named in
     device events. ``tiers``: 1 (device) or 2 (device and host, see
-    :mod:`radixkv.core.tiers`).
+    :mod:`radixkv.core.tiers`). ``page_hash``: the chained page hash of event ids and storage
+    keys, ``"sha256"`` or ``"xxh3_128"`` (needs the ``fasthash`` extra; see
+    :mod:`radixkv.core.hashing`).
     """
 
     page_size: int = 1
@@ -29,6 +32,7 @@ class TreeConfig:
     default_ttl: int = 1024
     medium: str = "GPU"
     tiers: int = 1
+    page_hash: str = "sha256"
 
     def __post_init__(self) -> None:
         if isinstance(self.page_size, bool) or not isinstance(self.page_size, int):
@@ -53,3 +57,4 @@ class TreeConfig:
             raise ConfigError(f"tiers must be 1 or 2, got {self.tiers!r}")
         if self.default_ttl < 0:
             raise ConfigError(f"default_ttl must be >= 0, got {self.default_ttl}")
+        page_hash(self.page_hash)  # raises ConfigError for an unknown or unavailable hash

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .events import BlockRemoved, BlockStored, KVEvent
-from .hashing import event_id, page_digests
+from .events import BlockRemoved, KVEvent, block_stored
+from .hashing import page_digests, page_hash
 from .keys import unpack_tokens
 from .node import Node
 
@@ -23,7 +23,8 @@ class EventLog:
     resynchronise its routers from a snapshot of the tree instead.
     """
 
-    __slots__ = ("_events", "_tree", "dropped", "dropped_since_take", "enabled", "limit")
+    __slots__ = ("_bigram", "_events", "_medium", "_tree", "dropped", "dropped_since_take",
+                 "enabled", "hasher", "limit")
 
     def __init__(self, tree: TreeState, enabled: bool, limit: int) -> None:
         self.enabled = enabled
@@ -34,6 +35,9 @@ class EventLog:
         """Events discarded since the last :meth:`take` (0: the queue is complete)."""
         self._tree = tree
         self._events: list[KVEvent] = []
+        self._bigram, self._medium = tree.config.bigram, tree.config.medium
+        self.hasher = page_hash(tree.config.page_hash)
+        """The tree's page hash (its name is part of what identifies a storage key)."""
 
     def push(self, event: KVEvent) -> None:
         """Queue ``event``, or discard it (see the class) when the queue is full. O(1)."""
@@ -56,29 +60,31 @@ class EventLog:
 
     def stored(self, node: Node, medium: str | None = None) -> None:
         """Announce ``node``'s pages as newly held on ``medium`` (default: the device's;
-        its parent was announced before)."""
-        tree = self._tree
-        digests = page_digests(node, tree.page_bytes)
+        its parent was announced before). Cost: one page hash per page not hashed yet (see
+        :mod:`~radixkv.core.hashing`), the ids and tokens in a few C calls."""
+        tree, hasher = self._tree, self.hasher
+        digests = node.hashes
+        if digests is None:
+            digests = page_digests(node, tree.page_bytes, hasher)
         parent = node.parent
-        parent_hash = None
-        if parent is not None and parent.parent is not None:
-            parent_hash = event_id(page_digests(parent, tree.page_bytes)[-1])
-        self.push(
-            BlockStored(
-                block_hashes=[event_id(d) for d in digests],
-                parent_block_hash=parent_hash,
-                token_ids=unpack_tokens(node.key, tree.config.bigram),
-                block_size=tree.page_size,
-                medium=tree.config.medium if medium is None else medium,
-                namespace=node.namespace,
-            )
-        )
+        assert parent is not None, "a root is never announced"
+        head = None
+        if parent.parent is not None:  # hashed along with the node's own digests
+            head = (parent.hashes or page_digests(parent, tree.page_bytes, hasher))[-1]
+        parent_hash, ids = hasher.ids(digests, head)  # the parent's id too, in one call
+        tokens = unpack_tokens(node.key, self._bigram)
+        event = block_stored(ids, parent_hash, tokens, tree.page_size,
+                             self._medium if medium is None else medium, node.namespace)
+        if self.dropped_since_take or len(self._events) >= self.limit:
+            self.push(event)
+        else:  # events: push()'s common case inline
+            self._events.append(event)
 
     def removed(self, node: Node, medium: str | None = None) -> None:
         """Announce that ``node``'s pages are no longer held, with the ids they were stored
         with."""
-        digests = page_digests(node, self._tree.page_bytes)
-        self.push(
-            BlockRemoved([event_id(d) for d in digests],
-                         self._tree.config.medium if medium is None else medium, node.namespace)
-        )
+        hasher = self.hasher
+        digests = page_digests(node, self._tree.page_bytes, hasher)
+        self.push(BlockRemoved(hasher.ids(digests)[1],
+                               self._tree.config.medium if medium is None else medium,
+                               node.namespace))

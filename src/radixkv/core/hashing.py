@@ -1,36 +1,141 @@
 """Chained page hashes: the storage key and the event id of every full page.
 
-``digest(page) = SHA-256(digest(previous page) || page key bytes)`` where a page's key bytes
-are its tokens as little-endian u32 (bigram keys: the packed pairs). The chain of a namespace
-starts from ``namespace_seed(namespace)``, so equal pages in different namespaces never share
-a hash. The storage key is the hex digest; the event id is the first 8 bytes read as a
-big-endian signed int64, with 0 (reserved for "no parent" by routers) mapped to 1.
+``digest(page) = H(digest(previous page) || page key bytes)`` where a page's key bytes are
+its tokens as little-endian u32 (bigram keys: the packed pairs) and ``H`` is the tree's page
+hash (``TreeConfig.page_hash``): ``"sha256"`` (the default, 32-byte digests) or
+``"xxh3_128"`` (xxHash's XXH3 128-bit, 16-byte canonical big-endian digests; the
+``fasthash`` extra, several times cheaper per page). The chain of a namespace starts from
+``H(b"radixkv-namespace-v1\\0" || repr of the namespace's types and values)``, so equal pages
+in different namespaces never share a hash. The storage key is the hex digest, and what it
+means (hash, page size, key unit) is :func:`key_identity`; the event id is the digest's first
+8 bytes read as a big-endian signed int64, with 0 (reserved for "no parent" by routers)
+mapped to 1. Digests are computed once per page, when a page is first published, and cached
+on its node (``Node.hashes``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
+import numpy as np
+
+from ..errors import ConfigError
 from .node import Node
 
 _SEED_TAG = b"radixkv-namespace-v1\x00"
+PAGE_HASHES = ("sha256", "xxh3_128")
+"""Page hash names a tree accepts (``TreeConfig.page_hash``)."""
+_STRUCT_IDS = 64
+"""Up to this many pages a node's ids are unpacked by one precompiled ``struct``; above,
+numpy."""
 
 
-def namespace_seed(namespace: tuple[object, object]) -> bytes:
-    """Digest that seeds the chain of ``namespace``; distinct namespaces give distinct seeds."""
-    encoded = repr((type(namespace[0]).__name__, namespace[0], type(namespace[1]).__name__,
-                    namespace[1])).encode()
-    return hashlib.sha256(_SEED_TAG + encoded).digest()
+def _sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
 
 
-def chain_page_digests(previous: bytes, key: bytes, page_bytes: int) -> list[bytes]:
-    """Digests of each page of ``key`` chained after ``previous``; cost one SHA-256 a page."""
-    sha = hashlib.sha256
-    out: list[bytes] = []
-    for offset in range(0, len(key), page_bytes):
-        previous = sha(previous + key[offset : offset + page_bytes]).digest()
-        out.append(previous)
-    return out
+@dataclass(frozen=True)
+class PageHash:
+    """A page hash: its name (part of what identifies a storage key), digest size in bytes,
+    and the one-shot digest function ``digest(data) -> bytes``."""
+
+    name: str
+    digest_size: int
+    digest: Callable[[bytes], bytes]
+    _structs: dict[int, struct.Struct] = field(default_factory=dict, repr=False,
+                                               compare=False)
+    """events: per page count (up to 65), the struct that unpacks a node's ids in one call."""
+
+    def _struct(self, count: int) -> struct.Struct:
+        unpacker = self._structs.get(count)
+        if unpacker is None:
+            unpacker = struct.Struct(">" + f"q{self.digest_size - 8}x" * count)
+            self._structs[count] = unpacker
+        return unpacker
+
+    def ids(self, digests: list[bytes], head: bytes | None = None) -> tuple[int | None, list[int]]:
+        """:func:`event_id` of ``head`` (``None`` for none) and of every digest, in one C
+        call for up to 64 pages."""
+        joined = b"".join(digests) if head is None else head + b"".join(digests)
+        count = len(digests) + (head is not None)
+        ids: Sequence[int]
+        if count <= _STRUCT_IDS + 1:
+            ids = self._struct(count).unpack(joined)
+        else:
+            ids = np.frombuffer(joined, dtype=">i8")[:: self.digest_size // 8].tolist()
+        if 0 in ids:
+            ids = [value or 1 for value in ids]
+        if head is None:
+            return None, list(ids)
+        return ids[0], list(ids[1:])
+
+    def chain(self, previous: bytes, key: bytes, page_bytes: int) -> list[bytes]:
+        """Digests of each page of ``key`` chained after ``previous``; one call of
+        :attr:`digest` a page."""
+        if len(key) == page_bytes:  # events: one page, no comprehension to set up
+            return [self.digest(previous + key)]
+        if self.digest is _sha256:  # events: hashlib's two C calls inline, no Python call
+            sha = hashlib.sha256
+            return [previous := sha(previous + key[offset : offset + page_bytes]).digest()
+                    for offset in range(0, len(key), page_bytes)]
+        digest = self.digest
+        return [previous := digest(previous + key[offset : offset + page_bytes])
+                for offset in range(0, len(key), page_bytes)]
+
+
+SHA256 = PageHash("sha256", 32, _sha256)
+
+
+def page_hash(name: str) -> PageHash:
+    """The page hash called ``name``; raises :class:`ConfigError` for an unknown name, or
+    for ``"xxh3_128"`` when the ``xxhash`` package (``radixkv[fasthash]``) is missing."""
+    if name == "sha256":
+        return SHA256
+    if name == "xxh3_128":
+        try:
+            return _xxh3_128()
+        except ImportError as exc:
+            raise ConfigError("page_hash 'xxh3_128' needs the xxhash package: pip install "
+                              "'radixkv[fasthash]'") from exc
+    raise ConfigError(f"unknown page_hash {name!r}; valid: {', '.join(PAGE_HASHES)}")
+
+
+@functools.lru_cache(maxsize=1)
+def _xxh3_128() -> PageHash:
+    """Built once, so that its structs are shared; an ImportError is not cached."""
+    import xxhash
+
+    return PageHash("xxh3_128", 16, xxhash.xxh3_128_digest)
+
+
+def key_identity(page_hash: str, page_size: int, bigram: bool) -> str:
+    """What a storage key of this tree means, for a key's digest to carry: the chain's
+    version, hash, page size and key unit, e.g. ``"radixkv-v1/sha256/page=16/u32le"``. Two
+    trees' keys name the same bytes only when their identities are equal."""
+    unit = "u32le-bigram" if bigram else "u32le"
+    return f"radixkv-v1/{page_hash}/page={page_size}/{unit}"
+
+
+def namespace_seed(namespace: tuple[object, object], hasher: PageHash = SHA256) -> bytes:
+    """Digest that seeds the chain of ``namespace``; distinct namespaces give distinct seeds
+    (memoized by types and values: a namespace's first pages do not rehash it)."""
+    return _seed((type(namespace[0]).__name__, namespace[0], type(namespace[1]).__name__,
+                  namespace[1]), hasher)
+
+
+@functools.lru_cache(maxsize=4096)
+def _seed(typed: tuple[str, object, str, object], hasher: PageHash) -> bytes:
+    return hasher.digest(_SEED_TAG + repr(typed).encode())
+
+
+def chain_page_digests(previous: bytes, key: bytes, page_bytes: int,
+                       hasher: PageHash = SHA256) -> list[bytes]:
+    """Digests of each page of ``key`` chained after ``previous``; cost one hash a page."""
+    return hasher.chain(previous, key, page_bytes)
 
 
 def event_id(digest: bytes) -> int:
@@ -39,31 +144,45 @@ def event_id(digest: bytes) -> int:
     return value if value != 0 else 1
 
 
+def event_ids(digests: list[bytes], hasher: PageHash = SHA256) -> list[int]:
+    """:func:`event_id` of every digest (all ``hasher.digest_size`` bytes), in one C call."""
+    return hasher.ids(digests)[1]
+
+
 def storage_key(digest: bytes) -> str:
-    """The L3 storage key of a page: its hex digest."""
+    """The L3 storage key of a page: its hex digest (see :func:`key_identity`)."""
     return digest.hex()
 
 
-def page_digests(node: Node, page_bytes: int) -> list[bytes]:
+def page_digests(node: Node, page_bytes: int, hasher: PageHash = SHA256) -> list[bytes]:
     """The chained digests of ``node``'s pages, computed on first use and cached on the node
-    (and on any ancestor that lacked them); cost one SHA-256 per page not yet hashed."""
+    (and on any ancestor that lacked them); cost one hash per page not yet hashed."""
+    hashes = node.hashes
+    if hashes is not None:
+        return hashes
+    parent = node.parent
+    if parent is None:
+        return []
+    if parent.parent is None or parent.hashes is not None:  # the common case: one node
+        node.hashes = hashes = hasher.chain(previous_digest(node, hasher), node.key, page_bytes)
+        return hashes
     pending: list[Node] = []
     current: Node | None = node
     while current is not None and current.parent is not None and current.hashes is None:
         pending.append(current)
         current = current.parent
     for item in reversed(pending):
-        item.hashes = chain_page_digests(previous_digest(item), item.key, page_bytes)
-    assert node.hashes is not None or node.parent is None
-    return node.hashes or []
+        item.hashes = hasher.chain(previous_digest(item, hasher), item.key, page_bytes)
+    assert node.hashes is not None
+    return node.hashes
 
 
-def previous_digest(node: Node) -> bytes:
+def previous_digest(node: Node, hasher: PageHash = SHA256) -> bytes:
     """Digest the chain of ``node``'s first page continues from (parent's last page, or the
     namespace seed under a root); the parent's digests must already be computed."""
     parent = node.parent
     assert parent is not None
     if parent.parent is None:
-        return namespace_seed(node.namespace)
+        return namespace_seed(node.namespace, hasher)
     assert parent.hashes
     return parent.hashes[-1]

@@ -34,10 +34,17 @@ class Inserter(TreeState):
         ``borrowed``, which the caller borrowed from the tree. Components may cut the key
         short (``length``) and ask for node boundaries (checkpoints); splits happen only
         there and where the key leaves an edge. Cost: O(depth) plus O(new elements) in C.
-        Raises :class:`InvalidSlotsError` (nothing changed) on malformed inputs.
+        The key is also cut at the first node a load-back is still writing to: should that
+        copy fail, nothing may hang below the node it leaves host-only. Raises
+        :class:`InvalidSlotsError` (nothing changed) on malformed inputs.
         """
         length = self._check_insert(key, inputs)
         limit, cuts = self._plan(inputs, length, borrowed)
+        if self.copying:  # nothing is cached below a node still loading (it could fail)
+            loading = self._loading_start(key, namespace)
+            if loading is not None and loading < limit:
+                limit = max(loading, borrowed)
+                cuts = [p for p in cuts if p < limit] + [limit]
         self.tick += 1
         if not limit:  # nothing to cache: no namespace root is created for it
             return TreeInsert(None, 0, 0, [NO_SLOTS] * len(self.components))

@@ -29,7 +29,7 @@ _EMPTY_TOKENS = np.zeros(0, dtype=np.uint32)
 
 # bench match_prefix: array('I') converts a list of ints in one C loop, faster than
 # struct.pack(*tokens); it packs native order, so only where that is little-endian u32
-_NATIVE_U32 = sys.byteorder == "little" and array("I").itemsize == TOKEN_BYTES
+NATIVE_U32 = sys.byteorder == "little" and array("I").itemsize == TOKEN_BYTES
 
 
 def validate_tokens(tokens: Any) -> np.ndarray:
@@ -102,7 +102,7 @@ def encode_tokens(tokens: Any) -> bytes:
     :func:`validate_tokens`, which raises the precise :class:`InvalidTokensError`.
     """
     # numpy reads an all-bool sequence as bool dtype (rejected): such input takes the slow path
-    if _NATIVE_U32 and (type(tokens) is list or type(tokens) is tuple) and not (
+    if NATIVE_U32 and (type(tokens) is list or type(tokens) is tuple) and not (
             tokens and type(tokens[0]) is bool):
         packed = array("I")
         try:
@@ -136,7 +136,13 @@ def pack_tokens(tokens: np.ndarray, bigram: bool) -> bytes:
 
 
 def unpack_tokens(key: bytes, bigram: bool) -> list[int]:
-    """Token ids of a key (the first token of each bigram); for events and debugging."""
+    """Token ids of a key (the first token of each bigram); for events and debugging. One C
+    call where the key's little-endian u32 is the native unsigned int."""
+    if NATIVE_U32:
+        # events: a memoryview cast has a third of numpy's fixed cost on a page's key
+        view = memoryview(key).cast("I")
+        listed: list[int] = (view[::2] if bigram else view).tolist()
+        return listed
     flat = np.frombuffer(key, dtype="<u4")
     tokens: list[int] = (flat[::2] if bigram else flat).tolist()
     return tokens

@@ -287,6 +287,17 @@ class TreeState:
         self._refresh(node)
         return upper
 
+    def _loading_start(self, key: bytes, namespace: Namespace) -> int | None:
+        """Where the first node ``key`` runs through that a load-back is writing to starts
+        (``None``: none); pure, O(depth)."""
+        root = self.roots.get(namespace)
+        if root is None:
+            return None
+        for node in self._walk(root, key)[0]:
+            if any(record.tier == DEVICE for record in self.copying.get(node.id, ())):
+                return node.start
+        return None
+
     def _common_prefix(self, edge: bytes, key: bytes, pos: int, stop: int) -> int:
         """Bytes shared by ``edge`` and ``key[pos:stop]`` (whole pages, at least the first),
         found by halving: only the still-unknown middle segment is compared each round."""
@@ -301,6 +312,23 @@ class TreeState:
             else:
                 high = mid - 1
         return low * page_bytes
+
+    def _walk(self, node: Node, key: bytes) -> tuple[list[Node], int]:
+        """The nodes ``key`` runs through from ``node`` (its whole pages), and the byte
+        position where it leaves the tree; pure, O(depth)."""
+        page_bytes, pos, path = self.page_bytes, 0, []
+        end = len(key) - len(key) % page_bytes
+        while pos < end:
+            child = node.children.get(key[pos : pos + page_bytes])
+            if child is None:
+                break
+            path.append(child)
+            if not key.startswith(child.key, pos):
+                pos += self._common_prefix(child.key, key, pos, end)
+                break
+            pos += len(child.key)
+            node = child
+        return path, pos
 
     @staticmethod
     def _join(parts: list[np.ndarray]) -> np.ndarray:

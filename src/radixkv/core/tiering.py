@@ -8,7 +8,7 @@ unless they say otherwise; each costs O(path depth x components).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -43,14 +43,17 @@ class Tiering(TreeState):
     def backup_plan(self, nodes: Iterable[Node]) -> Planned:
         """What backing up ``nodes`` copies to the host: each live node and every ancestor
         without a host copy of the primary (the host set stays closed towards the root),
-        top-down, with the components it holds on device but not on the host. Pure."""
+        top-down, with the components it holds on device but not on the host; a node with
+        a backup in flight on itself or above is left out (backed up on a later use). Pure."""
         count, chosen = len(self.components), set()
         order: list[Node] = []
         for node in nodes:
+            if self.nodes.get(node.id) is not node or self.backing_up_above(node):
+                continue
             chain = []
             current: Node | None = node
             while current is not None and current.parent is not None and \
-                    current.id not in chosen and self.nodes.get(current.id) is current:
+                    current.id not in chosen:
                 if current is node or current.values[count + PRIMARY] is None:
                     chain.append(current)
                     chosen.add(current.id)
@@ -64,6 +67,19 @@ class Tiering(TreeState):
             if missing:
                 planned.append((node, missing))
         return planned
+
+    def backing_up_above(self, node: Node) -> bool:
+        """Whether a backup still in flight writes to ``node`` or an ancestor: a backup
+        below it waits (should that copy fail, nothing may sit on the host below it)."""
+        copying = self.copying
+        if not copying:
+            return False
+        current: Node | None = node
+        while current is not None:
+            if any(record.tier == HOST for record in copying.get(current.id, ())):
+                return True
+            current = current.parent
+        return False
 
     def host_match(self, key: bytes, namespace: Namespace) -> TreeMatch:
         """The longest prefix of ``key`` usable by every component when host values count
@@ -86,21 +102,6 @@ class Tiering(TreeState):
             length = candidate
         path = [n for n in path if n.start < length]
         return TreeMatch(length, path[-1] if path else None, path, branch)
-
-    def _walk(self, node: Node, key: bytes) -> tuple[list[Node], int]:
-        page_bytes, pos, path = self.page_bytes, 0, []
-        end = len(key) - len(key) % page_bytes
-        while pos < end:
-            child = node.children.get(key[pos : pos + page_bytes])
-            if child is None:
-                break
-            path.append(child)
-            if not key.startswith(child.key, pos):
-                pos += self._common_prefix(child.key, key, pos, end)
-                break
-            pos += len(child.key)
-            node = child
-        return path, pos
 
     def load_plan(self, node: Node, end: int) -> Planned:
         """What a load-back of the prefix ``[0, end)`` ending in ``node`` (a node boundary:
@@ -168,16 +169,16 @@ class Tiering(TreeState):
             self._refresh(node.parent)
         return value
 
-    def announce_host(self, nodes: Sequence[Node]) -> None:
-        """Publish BlockStored on the host medium for ``nodes`` (top-down) that hold a
-        host value of an event-publishing component (a backup was acknowledged)."""
+    def announce_host(self, planned: Planned) -> None:
+        """Publish BlockStored on the host medium for the nodes of ``planned`` (a backup's
+        nodes with the components it wrote, just acknowledged) whose copy wrote an
+        event-publishing component's value: a node that already held it on the host (the
+        batch added another component) was announced before. Top-down."""
         if not self.log.enabled:
             return
-        count = len(self.components)
-        publishing = [c.index for c in self.components if c.publishes_events]
-        for node in sorted(nodes, key=lambda n: n.start):
-            if self.nodes.get(node.id) is node and any(
-                    node.values[count + i] is not None for i in publishing):
+        publishing = {c.index for c in self.components if c.publishes_events}
+        for node, indices in sorted(planned, key=lambda entry: entry[0].start):
+            if self.nodes.get(node.id) is node and publishing.intersection(indices):
                 self.log.stored(node, "CPU")
 
     def protected_on(self, tier: int) -> list[int]:

@@ -165,7 +165,7 @@ class KVEventPublisher:
         """For a router that lost state: AllBlocksCleared, then every resident FULL page,
         parents first (``republish_chunk`` events a batch). Events still queued in the
         cache are dropped first; the snapshot already reflects them. Cost on this thread:
-        the O(nodes) walk (and a SHA-256 per page not hashed yet); encoding is on the
+        the O(nodes) walk (and a page hash per page not hashed yet); encoding is on the
         publisher's thread. These batches bypass ``queue_batches`` (a snapshot is bounded by
         the cache's capacity). Returns the sequence numbers used."""
         self._check(cache)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .names import CACHE_METRICS, PRESETS, PUBLISHER_METRICS, MetricSpec, Preset
-from .samples import cache_samples, publisher_samples
+from .names import CACHE_METRICS, HOST_METRICS, PRESETS, PUBLISHER_METRICS, MetricSpec, Preset
+from .samples import cache_samples, host_samples, publisher_samples
 from .stats_log import StatsLogger, summary
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_METRICS",
+    "HOST_METRICS",
     "PRESETS",
     "PUBLISHER_METRICS",
     "CacheCollector",
@@ -27,6 +28,7 @@ __all__ = [
     "Preset",
     "StatsLogger",
     "cache_samples",
+    "host_samples",
     "publisher_samples",
     "summary",
 ]

@@ -12,8 +12,15 @@ from prometheus_client.registry import Collector
 
 from ..cache.base import CacheBase
 from ..errors import InvalidArgumentTypeError
-from .names import CACHE_METRICS, PUBLISHER_METRICS, MetricSpec, check_user_labels, preset
-from .samples import Samples, cache_samples, publisher_samples
+from .names import (
+    CACHE_METRICS,
+    HOST_METRICS,
+    PUBLISHER_METRICS,
+    MetricSpec,
+    check_user_labels,
+    preset,
+)
+from .samples import Samples, cache_samples, host_samples, publisher_samples
 
 if TYPE_CHECKING:
     from ..events.publisher import KVEventPublisher
@@ -24,7 +31,9 @@ class CacheCollector(Collector):
     (``"vllm"`` or ``"sglang"``, see :mod:`radixkv.metrics.names`), with ``labels`` added
     to every series (model name, engine id, ranks...).
 
-    Register it with a ``prometheus_client`` registry (or use
+    A cache with a host tier also exports the host tier's series (``tier="host"`` on the
+    per-tier metrics, and :data:`~radixkv.metrics.names.HOST_METRICS`). Register it with a
+    ``prometheus_client`` registry (or use
     :class:`~radixkv.metrics.MetricsExporter`). Nothing is done per cache call: each scrape
     calls ``stats()`` once, on the scraping thread. Raises :class:`ConfigError` for an
     unknown preset or a bad label, :class:`InvalidArgumentTypeError` for a non-cache.
@@ -40,14 +49,18 @@ class CacheCollector(Collector):
         self.labels = check_user_labels({} if labels is None else labels, self.preset)
 
     def collect(self) -> Iterator[Metric]:
-        yield from self._families(CACHE_METRICS, cache_samples(self.cache.stats()))
+        stats = self.cache.stats()
+        yield from self._families(CACHE_METRICS, cache_samples(stats))
+        if stats.host is not None:
+            yield from self._families(HOST_METRICS, host_samples(stats.host))
         if self.publisher is not None:
             yield from self._families(PUBLISHER_METRICS,
                                       publisher_samples(self.publisher.stats()))
 
     def describe(self) -> Iterator[Metric]:
         """The metric names, without reading any counter (for registry checks)."""
-        specs = CACHE_METRICS + (PUBLISHER_METRICS if self.publisher is not None else ())
+        specs = CACHE_METRICS + (HOST_METRICS if self.cache.host is not None else ()) + (
+            PUBLISHER_METRICS if self.publisher is not None else ())
         for spec in specs:
             yield self._family(spec)
 

@@ -23,12 +23,15 @@ class MetricSpec:
 
 CACHE_METRICS = (
     MetricSpec("queries", "counter", (), "Prompt tokens looked up by match and admit."),
-    MetricSpec("hits", "counter", ("tier",), "Prompt tokens served from the cache."),
+    MetricSpec("hits", "counter", ("tier",),
+               "Prompt tokens served from the cache, by the tier they came from (host: "
+               "loaded back by admit)."),
     MetricSpec("lost", "counter", ("component", "reason"),
                "Prompt tokens that did not hit, by why: held but cut by a component "
                "(evicted, tombstone, no_state), past max_match, or unseen."),
-    MetricSpec("evictions", "counter", ("component", "reason"),
-               "Cached tokens (MAMBA: states) evicted, by reason: budget, cascade, removal."),
+    MetricSpec("evictions", "counter", ("component", "tier", "reason"),
+               "Cached tokens (MAMBA: states) evicted from a tier, by reason: budget, "
+               "cascade, removal."),
     MetricSpec("inserted", "counter", (), "Tokens newly cached by finish, commit and insert."),
     MetricSpec("requests", "counter", ("outcome",), "Requests admitted, finished, aborted."),
     MetricSpec("checkpoints", "counter", ("use",), "MAMBA checkpoints created, and used."),
@@ -37,12 +40,29 @@ CACHE_METRICS = (
     MetricSpec("usage", "gauge", ("component", "tier"), "Share of a pool's slots in use."),
     MetricSpec("pool_slots", "gauge", ("component", "tier", "state"),
                "A pool's slots by state: free or used."),
-    MetricSpec("cached", "gauge", ("component", "state"),
-               "Cached tokens (MAMBA: states) by state: evictable or protected (locked)."),
+    MetricSpec("cached", "gauge", ("component", "tier", "state"),
+               "Cached tokens (MAMBA: states) on a tier by state: evictable or protected "
+               "(locked)."),
     MetricSpec("held", "gauge", (), "FULL slots held by running requests (not cached)."),
     MetricSpec("leases", "gauge", (), "Running requests (active leases)."),
     MetricSpec("nodes", "gauge", (), "Tree nodes."),
 )
+
+HOST_METRICS = (
+    MetricSpec("tier_copied", "counter", ("component", "direction"),
+               "Tokens (MAMBA: states) copied by acknowledged copies: device_to_host "
+               "(backups) or host_to_device (load-backs)."),
+    MetricSpec("tier_batches", "counter", ("direction",),
+               "Copy batches submitted: device_to_host or host_to_device."),
+    MetricSpec("tier_failures", "counter", ("direction",),
+               "Copy batches the copy engine reported failed."),
+    MetricSpec("tier_in_flight", "gauge", (), "Copy batches submitted, not yet acknowledged."),
+    MetricSpec("tier_skipped", "counter", (),
+               "Backups skipped for want of host room (after host eviction)."),
+    MetricSpec("load_requests", "counter", (), "Admissions that loaded a prefix back from "
+               "the host."),
+)
+"""Exported only by a cache with a host tier (``CacheConfig(host=...)``)."""
 
 PUBLISHER_METRICS = (
     MetricSpec("kv_batches", "counter", ("kind",),
@@ -87,6 +107,11 @@ def _names(prefix: str, overrides: dict[str, str]) -> dict[str, str]:
         "pool_slots": "kv_cache_pool_slots", "cached": "prefix_cache_cached",
         "held": "prefix_cache_held_by_requests", "leases": "prefix_cache_active_leases",
         "nodes": "prefix_cache_nodes",
+        "tier_copied": "kv_cache_tier_copied", "tier_batches": "kv_cache_tier_copy_batches",
+        "tier_failures": "kv_cache_tier_copy_failures",
+        "tier_in_flight": "kv_cache_tier_copies_in_flight",
+        "tier_skipped": "kv_cache_tier_skipped_backups",
+        "load_requests": "prefix_cache_load_back_requests",
         "kv_batches": "kv_events_batches", "kv_send_errors": "kv_events_send_errors",
         "kv_dropped": "kv_events_dropped", "kv_resyncs": "kv_events_resyncs",
         "kv_replay_requests": "kv_events_replay_requests",
@@ -123,7 +148,7 @@ def check_user_labels(labels: object, chosen: Preset) -> dict[str, str]:
     :class:`ConfigError` for a bad name or value, or one that shadows a radixkv label."""
     if not isinstance(labels, Mapping):
         raise ConfigError(f"labels must be a mapping of str to str, got {labels!r}")
-    ours = {chosen.label(label) for spec in CACHE_METRICS + PUBLISHER_METRICS
+    ours = {chosen.label(label) for spec in CACHE_METRICS + HOST_METRICS + PUBLISHER_METRICS
             for label in spec.labels}
     for key, value in labels.items():
         if not isinstance(key, str) or not _LABEL.match(key) or key.startswith("__"):

@@ -2,31 +2,49 @@
 pure functions, run at scrape time, so caching costs nothing per cache call.
 
 Every labelled series is listed from the first scrape on, at zero where nothing happened
-yet: the label values come from the cache's components and fixed reason lists, never from
-what was observed.
+yet: the label values come from the cache's components, its tiers and fixed reason lists,
+never from what was observed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from ..cache.results import CacheStats
+
+if TYPE_CHECKING:
+    from ..cache.results import ComponentStats
+    from ..tiers.stats import HostComponentStats, HostStats
+
+    _Ledger = ComponentStats | HostComponentStats
+    """One component's ledger on one tier (both have the pool and state fields)."""
 
 Labels = dict[str, str]
 Sample = tuple[Labels, float]
 Samples = dict[str, list[Sample]]
 
-DEVICE = "device"
-"""The only tier so far; host and storage tiers will add their own series."""
+DEVICE, HOST = "device", "host"
+"""The ``tier`` label values (the host tier's series exist only with a host tier)."""
+
+TO_HOST, TO_DEVICE = "device_to_host", "host_to_device"
+"""The ``direction`` label values of the host tier's copy metrics."""
 
 
 def cache_samples(stats: CacheStats) -> Samples:
-    """Every cache metric's samples, keyed as in :data:`~radixkv.metrics.names.CACHE_METRICS`."""
+    """Every cache metric's samples, keyed as in :data:`~radixkv.metrics.names.CACHE_METRICS`;
+    with a host tier (``stats.host``), the per-tier metrics carry ``tier="host"`` series too
+    and ``hits{tier="device"}`` excludes the tokens loaded back from the host."""
+    host = stats.host
+    host_hits = 0 if host is None else host.host_hit_tokens
+    hits: list[Sample] = [({"tier": DEVICE}, stats.hit_tokens - host_hits)]
+    if host is not None:
+        hits.append(({"tier": HOST}, host_hits))
     return {
         "queries": [({}, stats.match_tokens)],
-        "hits": [({"tier": DEVICE}, stats.hit_tokens)],
+        "hits": hits,
         "lost": _lost(stats),
-        "evictions": [({"component": kind, "reason": reason}, count)
-                      for kind, c in stats.components.items()
-                      for reason, count in c.evicted.items()],
+        "evictions": _per_tier(stats, lambda c: list(c.evicted.items()), "reason"),
         "inserted": [({}, stats.inserted_tokens)],
         "requests": [({"outcome": "admitted"}, stats.admitted),
                      ({"outcome": "finished"}, stats.finished),
@@ -35,21 +53,32 @@ def cache_samples(stats: CacheStats) -> Samples:
                         ({"use": "used"}, stats.checkpoints_used)],
         "events_dropped": [({}, stats.events_dropped)],
         "hit_rate": [({}, stats.hit_rate)],
-        "usage": [({"component": kind, "tier": DEVICE}, _usage(c.pool_capacity,
-                                                               c.pool_available))
-                  for kind, c in stats.components.items()],
-        "pool_slots": [({"component": kind, "tier": DEVICE, "state": state}, value)
-                       for kind, c in stats.components.items()
-                       for state, value in (("free", c.pool_available),
-                                            ("used", c.pool_capacity - c.pool_available))],
-        "cached": [({"component": kind, "state": state}, value)
-                   for kind, c in stats.components.items()
-                   for state, value in (("evictable", c.evictable),
-                                        ("protected", c.protected))],
+        "usage": [(labels, _usage(c.pool_capacity, c.pool_available))
+                  for labels, c in _tiers(stats)],
+        "pool_slots": _per_tier(stats, lambda c: [
+            ("free", c.pool_available), ("used", c.pool_capacity - c.pool_available)], "state"),
+        "cached": _per_tier(stats, lambda c: [
+            ("evictable", c.evictable), ("protected", c.protected)], "state"),
         "held": [({}, stats.held_by_requests)],
         "leases": [({}, stats.active_leases)],
         "nodes": [({}, stats.nodes)],
     }
+
+
+def _tiers(stats: CacheStats) -> list[tuple[Labels, _Ledger]]:
+    """Each (component, tier) ledger with its labels: the device's, then the host's."""
+    out: list[tuple[Labels, _Ledger]] = [
+        ({"component": kind, "tier": DEVICE}, c) for kind, c in stats.components.items()]
+    if stats.host is not None:
+        out.extend(({"component": kind, "tier": HOST}, c)
+                   for kind, c in stats.host.components.items())
+    return out
+
+
+def _per_tier(stats: CacheStats, values: Callable[[_Ledger], list[tuple[str, int]]],
+              label: str) -> list[Sample]:
+    return [({**labels, label: name}, value) for labels, c in _tiers(stats)
+            for name, value in values(c)]
 
 
 def _lost(stats: CacheStats) -> list[Sample]:
@@ -62,6 +91,23 @@ def _lost(stats: CacheStats) -> list[Sample]:
 
 def _usage(capacity: int, available: int) -> float:
     return (capacity - available) / capacity if capacity else 0.0
+
+
+def host_samples(host: HostStats) -> Samples:
+    """The host tier's own metrics (:data:`~radixkv.metrics.names.HOST_METRICS`), from
+    ``stats().host``."""
+    return {
+        "tier_copied": [({"component": kind, "direction": direction}, value)
+                        for kind, c in host.components.items()
+                        for direction, value in ((TO_HOST, c.backed_up), (TO_DEVICE, c.loaded))],
+        "tier_batches": [({"direction": TO_HOST}, host.backup_batches),
+                         ({"direction": TO_DEVICE}, host.load_batches)],
+        "tier_failures": [({"direction": TO_HOST}, host.failed_backups),
+                          ({"direction": TO_DEVICE}, host.failed_loads)],
+        "tier_in_flight": [({}, host.copies_in_flight)],
+        "tier_skipped": [({}, host.skipped_backups)],
+        "load_requests": [({}, host.load_requests)],
+    }
 
 
 def publisher_samples(stats: dict[str, int]) -> Samples:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..cache import CacheConfig
 from ..components import ChunkedLocal, ComponentSpec, FullAttention, Mamba, SlidingWindow
 from ..errors import ConfigError
+from ..tiers import HostTier
 from .config import ModelConfig
 
 
@@ -21,7 +22,9 @@ class CacheSizes:
     ``swa_capacity`` / ``chunked_capacity``: slots of the windowed components;
     ``states``: MAMBA state slots; ``track_interval``: tokens between MAMBA checkpoints
     (``None``: ``max(8, page size)``; rounded up to whole pages). ``window`` / ``chunk``: the
-    cache's SWA window and local-attention chunk (``None``: the model's)."""
+    cache's SWA window and local-attention chunk (``None``: the model's). ``host_capacity``:
+    host slots of every per-token component (rounded up to whole pages; ``None``: no host
+    tier), ``host_states``: host MAMBA states, ``write_policy``: the host tier's."""
 
     capacity: int = 384
     swa_capacity: int = 256
@@ -31,6 +34,9 @@ class CacheSizes:
     window: int | None = None
     chunk: int | None = None
     policy: str = "lru"
+    host_capacity: int | None = None
+    host_states: int = 0
+    write_policy: str = "write_through"
 
 
 def _round_up(value: int, page: int) -> int:
@@ -58,5 +64,8 @@ def cache_config(combo: tuple[str, ...], page: int, model: ModelConfig,
                  sizes: CacheSizes) -> CacheConfig:
     """The cache of a run of ``combo`` at page size ``page`` for ``model``."""
     specs = tuple(component_spec(name, page, model, sizes) for name in combo)
+    host = None if sizes.host_capacity is None else HostTier(
+        capacity=_round_up(sizes.host_capacity, page), states=sizes.host_states,
+        write_policy=sizes.write_policy)
     return CacheConfig(capacity=_round_up(sizes.capacity, page), page_size=page,
-                       policy=sizes.policy, components=specs)
+                       policy=sizes.policy, components=specs, host=host)

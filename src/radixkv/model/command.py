@@ -3,7 +3,10 @@
 For each chosen component combination (model layers to match) and page size, runs the
 workload through a fresh cache and compares every logits row with the uncached run; prints
 per request group PASS/FAIL, what each component reused and evicted. Returns 0 when every
-run passed, 1 when one failed, 2 on a bad configuration. The options are parsed by
+run passed, 1 when one failed, 2 on a bad configuration. With ``--host-capacity``, the cache
+has a host tier the engine's real KV is copied through (``--write-policy``, ``--copy-delay``,
+``--copy-seed``, ``--copy-failures``), and each run also prints how many reused tokens came
+from device and from host memory. The options are parsed by
 :mod:`radixkv.cli`; this module gets its ``argparse.Namespace``.
 """
 
@@ -16,6 +19,7 @@ from typing import TextIO
 
 from ..cache import CacheConfig
 from ..errors import OutOfSlotsError, RadixKVError
+from ..tiers import NumpyCopyConfig
 from .caches import CacheSizes
 from .caches import cache_config as build_cache
 from .config import DEFAULT_LAYERS, ModelConfig
@@ -44,8 +48,21 @@ def cache_config(args: argparse.Namespace, combo: tuple[str, ...], page: int,
     sizes = CacheSizes(capacity=args.capacity, swa_capacity=args.swa_capacity,
                        chunked_capacity=args.chunked_capacity, states=args.mamba_states,
                        track_interval=args.track_interval or None, window=args.cache_window,
-                       chunk=args.cache_chunk, policy=args.policy)
+                       chunk=args.cache_chunk, policy=args.policy,
+                       host_capacity=args.host_capacity, host_states=_host_states(args),
+                       write_policy=args.write_policy)
     return build_cache(combo, page, model, sizes)
+
+
+def _host_states(args: argparse.Namespace) -> int:
+    states: int = args.host_states
+    return 8 * args.mamba_states if states is None else states
+
+
+def copies(args: argparse.Namespace) -> NumpyCopyConfig:
+    """How the copy engine of a run with a host tier completes its copies."""
+    return NumpyCopyConfig(delay_polls=args.copy_delay, seed=args.copy_seed,
+                           failure_rate=args.copy_failures)
 
 
 def workload(args: argparse.Namespace) -> list[RequestSpec]:
@@ -68,14 +85,25 @@ def _pool(config: CacheConfig, name: str) -> str:
 def _header(combo: tuple[str, ...], page: int, model: ModelConfig, config: CacheConfig) -> str:
     pools = ", ".join(_pool(config, name) for name in config.names)
     return (f"== {'+'.join(combo)} · page {page} · layers {','.join(model.layers)} "
-            f"(window {model.window}, chunk {model.chunk}) · {pools} · {config.policy}")
+            f"(window {model.window}, chunk {model.chunk}) · {pools} · {config.policy}"
+            f"{_host_header(config)}")
+
+
+def _host_header(config: CacheConfig) -> str:
+    host = config.host
+    if host is None:
+        return ""
+    shapes = zip(config.names, config.host_shapes())
+    pools = ", ".join(f"{name} {host.capacity_of(name, per_token)}"
+                      for name, (_, _, per_token) in shapes)
+    return f" · host {pools} ({host.write_policy})"
 
 
 def _run_one(args: argparse.Namespace, reference: Reference, config: CacheConfig,
              specs: list[RequestSpec], err: TextIO) -> VerifyReport:
     bar = ProgressBar(err, "  ", enabled=args.progress)
     return verify(reference, config, specs, chunk=args.chunk, max_running=args.max_running,
-                  progress=bar)
+                  progress=bar, copies=copies(args))
 
 
 Sink = Callable[[tuple[str, ...], int, CacheConfig, VerifyReport], None]

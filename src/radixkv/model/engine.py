@@ -19,6 +19,14 @@ Up to ``max_running`` requests run interleaved, round-robin, one prefill chunk o
 decode token each per tick; a turn of a chat is admitted once the previous turn finished.
 When the cache runs out of slots mid-request, that request is aborted and requeued
 (preempted) and admission pauses until a running request finishes.
+
+With a host tier (``CacheConfig(host=...)``), the engine registers its device buffers and
+host buffers of the same rows with the cache's :class:`~radixkv.tiers.NumpyCopyEngine`
+(:mod:`radixkv.model.host`), admits with ``load_back=True`` and polls the cache once per
+scheduler step (``cache.poll()``). A request whose lease is not ready yet (its prefix is
+being copied back from host memory) is skipped until a poll reports it ready; only then is
+the cached state copied into its working slot and anything computed. A request whose
+load-back failed (lease ``FAILED``, everything it held freed) is admitted again.
 """
 
 from __future__ import annotations
@@ -28,11 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cache import Lease, PrefixCache
+from ..cache import Lease, LeaseState, PrefixCache
 from ..components import Mamba
 from ..errors import ConfigError, OutOfSlotsError
 from .config import LAYER_COMPONENTS
 from .decoder import Decoder, TokenSlots
+from .host import attach_host
 from .memory import Memory, PoolSizes
 from .requests import RequestRecord, RequestSpec, check_workload, resolve_prompt
 
@@ -44,25 +53,31 @@ Progress = Callable[[int, int], None]
 class EngineStats:
     """``window_misses``: token steps of an attention layer kind whose span reached before
     the slots the cache lent for its component (the engine then reads slot 0 there, like a
-    stale page-table entry; never happens when the cache keeps its window promise)."""
+    stale page-table entry; never happens when the cache keeps its window promise).
+    ``load_waits``: scheduler steps a running request skipped waiting for its load-back;
+    ``failed_loads``: admissions whose load-back failed (the request was admitted again)."""
 
     admitted: int = 0
     preemptions: int = 0
     peak_running: int = 0
     computed_tokens: int = 0
     window_misses: int = 0
+    load_waits: int = 0
+    failed_loads: int = 0
 
 
 class _Running:
     """A request between admission and finish."""
 
-    __slots__ = ("computed", "hints", "lease", "record", "sequence")
+    __slots__ = ("computed", "hints", "lease", "ready", "record", "sequence")
 
     def __init__(self, lease: Lease, record: RequestRecord) -> None:
         self.lease, self.record = lease, record
         self.sequence = list(record.prompt)
         self.computed = lease.cached_length
         self.hints = frozenset(lease.checkpoint_hints)
+        self.ready = False
+        """Whether the lease was ready and the request's state set up (it may compute)."""
 
 
 class Engine:
@@ -86,6 +101,10 @@ class Engine:
                               f"{LAYER_COMPONENTS['ssm']!r} component")
         self.interval = state.track_interval if isinstance(state, Mamba) else None
         self.memory = self._memory(cache, None if state is None else state.name)
+        self.host_buffers = attach_host(cache, self.memory, None if state is None
+                                        else state.name)
+        """The host buffers the copy engine moves rows to and from, by component name."""
+        self.load_back = cache.host is not None
         self.stats = EngineStats()
         self._attempts: dict[int, int] = {}
         self._paused = False
@@ -101,7 +120,8 @@ class Engine:
         """Pools as large as the slot pools of the components the layers read."""
         shapes = dict(cache.config.pool_shapes())
         kv = {kind: shapes[name].capacity for kind, name in self.sources.items()}
-        return Memory(self.model, PoolSizes(kv, 0 if state is None else shapes[state].capacity))
+        states = 0 if state is None else shapes[state].capacity
+        return Memory(self.model, PoolSizes(kv, states, shared=self.sources))
 
     # ------------------------------------------------------------------ scheduling
 
@@ -118,8 +138,11 @@ class Engine:
             self._admit(pending, running, done)
             if not running:  # cannot happen: check_workload orders parents first
                 raise RuntimeError("no pending request can be admitted")
+            self._poll(running, pending)
             for run in list(running):
-                if self._tick(run, running, pending):
+                if not run.ready:
+                    self.stats.load_waits += 1
+                elif self._tick(run, running, pending):
                     done[run.record.spec.rid] = run.record
                     if progress is not None:
                         progress(len(done), len(specs))
@@ -143,6 +166,28 @@ class Engine:
             running.append(run)
         self.stats.peak_running = max(self.stats.peak_running, len(running))
 
+    def _poll(self, running: list[_Running], pending: list[RequestSpec]) -> None:
+        """Apply the copies the cache's host tier acknowledged: start the requests whose
+        lease became ready; requeue (first in line) those whose load-back failed."""
+        if not self.load_back:
+            return
+        by_lease = {run.lease.id: run for run in running}
+        for lease in self.cache.poll():
+            run = by_lease.get(lease.id)
+            if run is None or run.lease is not lease:
+                continue
+            if lease.state is LeaseState.FAILED:
+                running.remove(run)
+                pending.insert(0, run.record.spec)
+                self.stats.failed_loads += 1
+            elif lease.ready and not run.ready:
+                self._ready(run)
+
+    def _ready(self, run: _Running) -> None:
+        """The lease's prefix is in place: copy its state in; the request may compute."""
+        self._start_state(run.lease)
+        run.ready = True
+
     def _tick(self, run: _Running, running: list[_Running], pending: list[RequestSpec]) -> bool:
         """Advance ``run`` by one step; True when it finished."""
         try:
@@ -165,14 +210,16 @@ class Engine:
     # ------------------------------------------------------------------ one request
 
     def _start(self, spec: RequestSpec, prompt: tuple[int, ...]) -> _Running:
-        lease = self.cache.admit(prompt, max_match=len(prompt) - 1)
+        lease = self.cache.admit(prompt, max_match=len(prompt) - 1, load_back=self.load_back)
         self.stats.admitted += 1
         self._attempts[spec.rid] = self._attempts.get(spec.rid, 0) + 1
         record = RequestRecord(spec, prompt, reused=lease.cached_length,
                                lent={name: self._lent(lease, name) for name in self.per_token},
                                attempts=self._attempts[spec.rid])
-        self._start_state(lease)
-        return _Running(lease, record)
+        run = _Running(lease, record)
+        if lease.ready:
+            self._ready(run)
+        return run
 
     def _lent(self, lease: Lease, name: str) -> int:
         """What component ``name`` lent at admission: tokens of KV, or 1 for a state."""

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cache import CacheConfig, PrefixCache
+from ..tiers import NumpyCopyConfig, NumpyCopyEngine
+from ..tiers.stats import HostStats
 from .engine import Engine, EngineStats, Progress
 from .reference import Reference
 from .requests import RequestRecord, RequestSpec
@@ -58,6 +60,11 @@ class VerifyReport:
     ``pressure``: of that, what the component's own pool running short took (not a cascade
     or a node's removal). ``tombstones``: per windowed component, the most nodes seen (after
     a request finished) that kept their FULL KV but had lost this component's.
+
+    ``hit_tokens``: prompt tokens every admission reused (the cache's
+    ``stats().hit_tokens``, reruns of preempted or failed requests included); ``host``:
+    the host tier's stats (``None`` without one), whose ``host_hit_tokens`` are the part of
+    ``hit_tokens`` only host values made usable, copied back (:attr:`host_share`).
     """
 
     groups: list[GroupVerdict]
@@ -69,6 +76,8 @@ class VerifyReport:
     engine: EngineStats
     prompt_tokens: int
     reused_tokens: int
+    hit_tokens: int = 0
+    host: HostStats | None = None
 
     @property
     def passed(self) -> bool:
@@ -78,6 +87,13 @@ class VerifyReport:
     def reuse_share(self) -> float:
         """Share of prompt tokens whose KV came from the cache."""
         return self.reused_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def host_share(self) -> float:
+        """Share of the reused tokens (``hit_tokens``) that came back from host memory."""
+        if self.host is None or not self.hit_tokens:
+            return 0.0
+        return self.host.host_hit_tokens / self.hit_tokens
 
 
 def compare(record: RequestRecord, reference: Reference) -> Mismatch | None:
@@ -142,13 +158,17 @@ def verify(
     max_running: int = 4,
     engine: type[Engine] = Engine,
     progress: Progress | None = None,
+    copies: NumpyCopyConfig | None = None,
+    copy_engine: type[NumpyCopyEngine] = NumpyCopyEngine,
 ) -> VerifyReport:
     """Run ``specs`` with a fresh cache of ``cache_config`` and check them against the
     uncached runs of ``reference``'s decoder; audits the cache (``check_invariants``) each
     time a request finishes. ``engine`` may be a subclass (e.g. a deliberately broken one).
     ``progress`` sees the cached run's requests finish, then their comparisons, out of
-    twice the number of requests."""
-    cache = PrefixCache(cache_config)
+    twice the number of requests. With a host tier in ``cache_config``, the cache moves
+    the engine's KV through a ``copy_engine`` (a subclass may be a broken one) built with
+    ``copies`` (default: every copy lands at the next poll)."""
+    cache = PrefixCache(cache_config, copy_engine(copies))
     runner = engine(reference.decoder, cache, chunk=chunk, max_running=max_running)
     total = 2 * len(specs)
     peak = dict.fromkeys(tombstones(cache), 0)
@@ -166,7 +186,8 @@ def verify(
 
     records = runner.run(specs, ran)
     cache.check_invariants()
-    stats = cache.stats().components
+    final = cache.stats()
+    stats = final.components
     names = cache_config.names
     return VerifyReport(
         groups=verdicts(records, reference, checked),
@@ -178,4 +199,6 @@ def verify(
         engine=runner.stats,
         prompt_tokens=sum(len(record.prompt) for record in records),
         reused_tokens=sum(record.reused for record in records),
+        hit_tokens=final.hit_tokens,
+        host=final.host,
     )

@@ -1,41 +1,54 @@
-"""Device memory of the reference model: paged KV pools and recurrent-state pools.
+"""Device memory of the reference model: paged KV buffers and recurrent-state buffers.
 
-One K pool and one V pool per attention layer, one state pool per SSM layer. Each layer kind
-indexes its pools with the slot ids of the cache component that holds its KV (FULL, SWA,
-chunked local) or state (MAMBA) — exactly the ids a :class:`~radixkv.PrefixCache` hands out,
-so each pool is as large as the slot pool of that component.
+Each layer kind indexes its pools with the slot ids of the cache component that holds its
+KV (FULL, SWA, chunked local) or state (MAMBA) — exactly the ids a
+:class:`~radixkv.PrefixCache` hands out, so each pool is as large as the slot pool of that
+component. The layers that read one component share one buffer, first axis = slot
+(``(slots, layers, 2, heads, head_dim)`` for KV, ``(states, layers, state_size)`` for
+states): one row is everything a slot holds, so a copy engine moves a slot between device
+and host memory by copying rows of that one array (:attr:`Memory.buffers`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .config import ATTENTION_KINDS, ModelConfig
 
+STATE_BUFFER = "ssm"
+"""The name of the state buffer in :attr:`Memory.buffers`."""
+
 
 @dataclass(frozen=True)
 class PoolSizes:
     """Slots of the pools of each layer kind: ``kv[kind]`` for an attention kind (every
-    attention kind of the model needs one), ``states`` for SSM layers."""
+    attention kind of the model needs one), ``states`` for SSM layers. ``shared``: per
+    attention kind, the name of the buffer its layers use (kinds naming the same buffer
+    share it and its slots, so need the same ``kv`` size); a kind not listed gets a buffer
+    named after itself."""
 
     kv: Mapping[str, int]
     states: int
+    shared: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def uniform(cls, slots: int, states: int) -> PoolSizes:
         """``slots`` KV slots for every attention kind."""
         return cls({kind: slots for kind in ATTENTION_KINDS}, states)
 
+    def buffer_of(self, kind: str) -> str:
+        """The name of the buffer layers of ``kind`` use."""
+        return self.shared.get(kind, kind)
+
 
 class KVPool:
-    """Keys and values of one attention layer: ``(slots, heads, head_dim)`` each."""
+    """Keys and values of one attention layer: ``(slots, heads, head_dim)`` views each."""
 
-    def __init__(self, slots: int, heads: int, head_dim: int) -> None:
-        self.keys = np.zeros((slots, heads, head_dim), dtype=np.float64)
-        self.values = np.zeros((slots, heads, head_dim), dtype=np.float64)
+    def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
+        self.keys, self.values = keys, values
 
     def write(self, slot: int, key: np.ndarray, value: np.ndarray) -> None:
         self.keys[slot] = key
@@ -48,18 +61,41 @@ class KVPool:
 
 class Memory:
     """All pools of one model instance: ``kv[i]`` is attention layer ``i``'s KV pool,
-    ``states[i]`` SSM layer ``i``'s state pool ``(state slots, state_size)``."""
+    ``states[i]`` SSM layer ``i``'s state pool ``(state slots, state_size)``, both views
+    into :attr:`buffers` (per buffer name, one array, first axis = slot; the state buffer
+    is :data:`STATE_BUFFER`). Raises ``ValueError`` when kinds sharing a buffer differ in
+    slots."""
 
     def __init__(self, config: ModelConfig, sizes: PoolSizes) -> None:
         self.config = config
         self.sizes = sizes
+        self.buffers = self._buffers(config, sizes)
         self.kv: dict[int, KVPool] = {}
         self.states: dict[int, np.ndarray] = {}
+        rows: dict[str, int] = {}
         for index, kind in enumerate(config.layers):
+            name = STATE_BUFFER if kind == "ssm" else sizes.buffer_of(kind)
+            row = rows[name] = rows.get(name, -1) + 1
+            buffer = self.buffers[name]
             if kind == "ssm":
-                self.states[index] = np.zeros((sizes.states, config.state_size), np.float64)
+                self.states[index] = buffer[:, row]
             else:
-                self.kv[index] = KVPool(sizes.kv[kind], config.heads, config.head_dim)
+                self.kv[index] = KVPool(buffer[:, row, 0], buffer[:, row, 1])
+
+    @staticmethod
+    def _buffers(config: ModelConfig, sizes: PoolSizes) -> dict[str, np.ndarray]:
+        layers: dict[str, int] = {}
+        slots: dict[str, int] = {}
+        for kind in config.layers:
+            name = STATE_BUFFER if kind == "ssm" else sizes.buffer_of(kind)
+            layers[name] = layers.get(name, 0) + 1
+            size = sizes.states if kind == "ssm" else sizes.kv[kind]
+            if slots.setdefault(name, size) != size:
+                raise ValueError(f"the kinds sharing buffer {name!r} differ in slots")
+        head = (2, config.heads, config.head_dim)
+        return {name: np.zeros((slots[name], count, config.state_size) if name == STATE_BUFFER
+                               else (slots[name], count, *head), dtype=np.float64)
+                for name, count in layers.items()}
 
     def zero_state(self, slot: int) -> None:
         """Reset the recurrent state of ``slot`` in every SSM layer (a fresh request)."""

@@ -74,6 +74,8 @@ def summary_lines(report: VerifyReport) -> list[str]:
         f"  engine:  {engine.admitted} admissions, peak {engine.peak_running} running, "
         f"{engine.preemptions} preempted, {engine.computed_tokens} tokens computed",
     ]
+    if report.host is not None:
+        lines.extend(host_lines(report))
     if report.tombstones:
         peaks = " · ".join(f"{name} {count} nodes" for name, count in report.tombstones.items())
         lines.append(f"  tombstones (most at once): {peaks}")
@@ -87,3 +89,28 @@ def summary_lines(report: VerifyReport) -> list[str]:
         lines.append(f"  PASS: {requests} requests, {rows} logits rows bitwise equal to the "
                      "uncached run")
     return lines
+
+
+def host_lines(report: VerifyReport) -> list[str]:
+    """Where the reused tokens came from and what the host tier copied, for a run with a
+    host tier. A token "from host memory" is one of a prefix only host values made usable
+    (``host_hit_tokens``: its FULL KV, or only the window KV or state at its end, was copied
+    back); the others the device served alone. Admissions of preempted or failed requests
+    count too."""
+    host = report.host
+    assert host is not None
+    hits, loaded = report.hit_tokens, host.host_hit_tokens
+    units = report.units
+    backed = {name: part.backed_up for name, part in host.components.items()}
+    back = {name: part.loaded for name, part in host.components.items()}
+    engine = report.engine
+    return [
+        f"  reused from: device alone {hits - loaded} tokens ({_share(hits - loaded, hits)}) · "
+        f"host memory {loaded} tokens ({_share(loaded, hits)}), in {host.load_requests} "
+        "load-backs",
+        f"  host tier: backed up {_per_component(backed, units)} · loaded back "
+        f"{_per_component(back, units)}",
+        f"  copies:  {host.backup_batches} backup + {host.load_batches} load-back batches, "
+        f"{host.failed_backups + host.failed_loads} failed, {engine.failed_loads} requests "
+        f"readmitted, {engine.load_waits} steps waited",
+    ]

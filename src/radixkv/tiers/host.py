@@ -57,6 +57,7 @@ class HostTierController:
         """Nodes whose uses reached the threshold, to back up at the next flush."""
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
+        self._deferred: list[Completion] = []
         self.listener: Callable[[CopyRecord, bool], None] | None = None
         """Told of each batch before it is applied (the cache fails or readies the leases
         waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
@@ -76,11 +77,17 @@ class HostTierController:
         del inserted  # an insert is the node's first use: hits + 1 already counts it
 
     def flush(self) -> None:
-        """Back up every due node still live (one batch)."""
+        """Back up every due node still live (one batch). A node left out because a backup
+        is still in flight above it stays due, for a flush after that copy lands."""
         if self.due:
             nodes = list(self.due.values())
             self.due.clear()
             self.backup(nodes)
+            count, tree = len(self.pools), self.tree
+            for node in nodes:
+                if tree.nodes.get(node.id) is node and node.values[count] is None \
+                        and tree.backing_up_above(node):
+                    self.due[node.id] = node
 
     def backup(self, nodes: Sequence[Node]) -> CopyRecord | None:
         """Copy the device values ``nodes`` (and their ancestors, see
@@ -91,16 +98,23 @@ class HostTierController:
         if not planned:
             return None
         sizes = self._sizes(planned)
-        if not self._host_room(sizes):
+        if not self._host_room(sizes, planned):
             self.counters.skipped_backups += 1
             return None
         slots = [pool.alloc(size) if size else None for pool, size in zip(self.pools, sizes)]
         return self._submit(planned, sizes, slots, HOST)
 
-    def _host_room(self, sizes: Sequence[int]) -> bool:
+    def _host_room(self, sizes: Sequence[int], planned: Planned) -> bool:
         short = [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
         if any(short):
-            result = self.tree.evict_host(short)
+            # the plan counts the host values of the planned nodes' ancestors as there:
+            # host eviction must not take them (the locks pin the paths on every tier)
+            locks = [self.tree.lock(node) for node, _ in planned]
+            try:
+                result = self.tree.evict_host(short)
+            finally:
+                for lock in locks:
+                    self.tree.unlock(lock)
             self.free_host(result.freed)
         return all(size <= pool.available for pool, size in zip(self.pools, sizes))
 
@@ -186,7 +200,7 @@ class HostTierController:
             if not completion.ok:
                 self._take_back(record)
             elif record.tier == HOST:
-                self.tree.announce_host([node for node, _ in record.nodes.values()])
+                self.tree.announce_host(list(record.nodes.values()))
             self.tree.untrack(record)
             for lock in record.locks:
                 self.tree.unlock(lock)
@@ -196,7 +210,8 @@ class HostTierController:
 
     def _take_back(self, record: CopyRecord) -> None:
         freed: list[list[np.ndarray]] = [[] for _ in self.pools]
-        for node, indices in record.nodes.values():
+        # children first: a failed load-back's BlockRemoved events go leaf-first, like eviction's
+        for node, indices in sorted(record.nodes.values(), key=lambda entry: -entry[0].start):
             for index in indices:
                 value = self.tree.take_back(node, index, record.tier)
                 if value is not None:
@@ -208,13 +223,25 @@ class HostTierController:
             self.device.free_all(joined)
 
     def poll(self) -> list[tuple[CopyRecord, bool]]:
-        """Apply whatever the engine completed since the last poll."""
-        return self.finish(self.engine.poll())
+        """Apply whatever the engine completed since the last poll (and what a wait saw
+        and kept for later)."""
+        deferred, self._deferred = self._deferred, []
+        return self.finish([*deferred, *self.engine.poll()])
 
     def wait(self, tickets: Iterable[int]) -> list[tuple[CopyRecord, bool]]:
-        """Block until ``tickets`` completed, applying every acknowledgement seen."""
-        wanted = [ticket for ticket in tickets if ticket in self.records]
-        return self.finish(self.engine.wait(wanted)) if wanted else []
+        """Block until ``tickets`` completed and apply them. Other batches the engine
+        reports meanwhile are kept for the next :meth:`poll`: a wait inside an eviction
+        never changes what the caller of that eviction is working on."""
+        wanted = {ticket for ticket in tickets if ticket in self.records}
+        if not wanted:
+            return []
+        mine = [c for c in self._deferred if c.ticket in wanted]
+        self._deferred = [c for c in self._deferred if c.ticket not in wanted]
+        missing = wanted.difference(c.ticket for c in mine)
+        seen = self.engine.wait(missing) if missing else []
+        mine += [c for c in seen if c.ticket in wanted]
+        self._deferred += [c for c in seen if c.ticket not in wanted]
+        return self.finish(mine)
 
     def settle_backups(self) -> bool:
         """Wait for every backup in flight (its locks keep device values from eviction);
@@ -257,6 +284,7 @@ class HostTierController:
         """Wait for every copy in flight (their slots are about to be reused), then forget
         every host value; the caller resets the tree and the device pools."""
         self.wait(list(self.records))
+        self._deferred.clear()
         for pool in self.pools:
             pool.reset()
         self.due.clear()

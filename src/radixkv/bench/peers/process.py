@@ -13,6 +13,8 @@ from typing import IO, Any
 
 import radixkv
 
+from ..runner import WorkloadSizes
+
 SRC = Path(radixkv.__file__).resolve().parent.parent
 PEERS_VENV = ".venv-peers"
 
@@ -34,7 +36,7 @@ def find_peers_python(explicit: str | None = None) -> Path:
         "bench-peers` in the repository (or pass --peers-python)")
 
 
-def worker_command(tree: str, num_seqs: int, verify: bool, peers_python: Path | None
+def worker_command(tree: str, sizes: WorkloadSizes, verify: bool, peers_python: Path | None
                    ) -> tuple[list[str], dict[str, str]]:
     """Command line and environment of a worker for ``tree``."""
     env = dict(os.environ)
@@ -48,8 +50,7 @@ def worker_command(tree: str, num_seqs: int, verify: bool, peers_python: Path | 
         env["SGLANG_USE_CPU_ENGINE"] = "1"
         env["SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND"] = tree.removeprefix("sglang-")
         env.setdefault("PYTHONWARNINGS", "ignore")
-    argv = [python, "-m", "radixkv.bench.peers.worker", "--tree", tree,
-            "--num-seqs", str(num_seqs)]
+    argv = [python, "-m", "radixkv.bench.peers.worker", "--tree", tree, *sizes.argv()]
     if verify:
         argv.append("--verify")
     return argv, env
@@ -58,10 +59,10 @@ def worker_command(tree: str, num_seqs: int, verify: bool, peers_python: Path | 
 class Worker:
     """One tree under test in its own process, kept for every round of a run."""
 
-    def __init__(self, tree: str, num_seqs: int, verify: bool,
+    def __init__(self, tree: str, sizes: WorkloadSizes, verify: bool,
                  peers_python: Path | None = None) -> None:
         self.tree = tree
-        argv, env = worker_command(tree, num_seqs, verify, peers_python)
+        argv, env = worker_command(tree, sizes, verify, peers_python)
         self.log: IO[str] = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed in close())
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
@@ -83,11 +84,13 @@ class Worker:
         tail = "".join(self.log.readlines()[-25:])
         return WorkerError(f"{self.tree} worker: {what} (exit {self.proc.returncode})\n{tail}")
 
-    def run(self, components: str, page_size: int, ops: tuple[str, ...]
+    def run(self, workload: str, components: str, page_size: int, ops: tuple[str, ...]
             ) -> Iterator[dict[str, Any]]:
-        """Run ``ops`` on fresh caches of this shape; yield one record per operation."""
+        """Run ``ops`` of ``workload`` on fresh caches of this shape; yield one record per
+        operation."""
         assert self.proc.stdin is not None
-        command = {"components": components, "page_size": page_size, "ops": list(ops)}
+        command = {"workload": workload, "components": components, "page_size": page_size,
+                   "ops": list(ops)}
         self.proc.stdin.write(json.dumps(command) + "\n")
         self.proc.stdin.flush()
         while True:

@@ -143,6 +143,15 @@ class SGLangCache:
     def release(self, request: Any) -> None:
         self.release_kv_cache(request, self.tree, checkpoint=True)
 
+    def admit_finish(self, seq: list[int]) -> None:
+        """A whole request (its prompt fully cached): the admission of
+        :meth:`prepare_release` (match, lock, allocate the rest, a request row), then its
+        release."""
+        request = self.prepare_release(seq)
+        if request is None:
+            raise RuntimeError("admit_finish: no room for a cached prompt's request")
+        self.release(request)
+
     def state(self) -> dict[str, int]:
         """FULL tokens the tree holds and free FULL slots (for comparing end states)."""
         tree = self.tree

@@ -1,12 +1,13 @@
 """Benchmark worker: one tree under test in its own process, driven over stdin/stdout.
 
-Run as ``python -m radixkv.bench.peers.worker --tree T --num-seqs N [--verify]`` with the
-repository's ``src`` on ``PYTHONPATH``: under ``.venv-peers/bin/python`` for the SGLang trees
-(``SGLANG_USE_CPU_ENGINE=1`` and ``SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND`` set by the
-caller), under the project's interpreter for radixkv. It generates the workload once, prints a
-``hello`` JSON line (workload reference values, interpreter, stand-ins, selected tree core),
-then for each command line ``{"components": ..., "page_size": ..., "ops": [...]}`` prints one
-JSON line per operation and a ``done`` line. Anything else the process prints goes to stderr,
+Run as ``python -m radixkv.bench.peers.worker --tree T [--reference N] [--short P]
+[--verify]`` with the repository's ``src`` on ``PYTHONPATH``: under ``.venv-peers/bin/python``
+for the SGLang trees (``SGLANG_USE_CPU_ENGINE=1`` and ``SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND``
+set by the caller), under the project's interpreter for radixkv. It generates the workloads
+named once, prints a ``hello`` JSON line (each workload's reference values under
+``workloads``, interpreter, stand-ins, selected tree core), then for each command line
+``{"workload": ..., "components": ..., "page_size": ..., "ops": [...]}`` prints one JSON line
+per operation and a ``done`` line. Anything else the process prints goes to stderr,
 so stdout carries only the protocol.
 """
 
@@ -22,7 +23,14 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from ..adapters import BenchCache, BenchShape
-from ..runner import bench_shape, make_workload, radixkv_factory, run_ops, workload_info
+from ..runner import (
+    WorkloadSizes,
+    bench_shape,
+    make_workloads,
+    radixkv_factory,
+    run_ops,
+    workload_info,
+)
 from . import SGLANG_VERSION, TREES
 
 TORCH_THREADS = 1
@@ -71,7 +79,7 @@ def _core_info(cache: Any) -> dict[str, Any]:
     return {"backend_selected": parts.backend, "core_class": parts.core_class}
 
 
-def serve(tree: str, num_seqs: int, verify: bool) -> None:
+def serve(tree: str, sizes: WorkloadSizes, verify: bool) -> None:
     out = _protocol_stream()
     info: dict[str, Any] = {"tree": tree, "python": platform.python_version(),
                             "executable": sys.executable, "pid": os.getpid()}
@@ -81,18 +89,20 @@ def serve(tree: str, num_seqs: int, verify: bool) -> None:
     else:
         make, extra = _sglang_setup(tree)
         info.update(extra)
-    work = make_workload(num_seqs, verify)
-    longest = max(map(len, work.seqs))
-    info["workload"] = workload_info(work)
+    works = make_workloads(sizes, verify)
+    info["workloads"] = {name: workload_info(work) for name, work in works.items()}
     out.write(json.dumps({"type": "hello", **info}) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
         command = json.loads(line)
+        work = works[command.get("workload", "reference")]
         shape = bench_shape(command["components"], command["page_size"], work)
         built: list[BenchCache] = []
+        longest = max(map(len, work.seqs))
 
-        def factory(shape: BenchShape = shape, built: list[BenchCache] = built) -> BenchCache:
+        def factory(shape: BenchShape = shape, built: list[BenchCache] = built,
+                    longest: int = longest) -> BenchCache:
             cache = make(shape, longest)
             built.append(cache)
             return cache
@@ -112,10 +122,13 @@ def serve(tree: str, num_seqs: int, verify: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="radixkv.bench.peers.worker")
     parser.add_argument("--tree", choices=TREES, required=True)
-    parser.add_argument("--num-seqs", type=int, default=5000)
+    parser.add_argument("--reference", type=int, default=None, metavar="N",
+                        help="generate the reference workload with N sequences")
+    parser.add_argument("--short", type=int, default=None, metavar="P",
+                        help="generate the short-prompt workload with P prompts")
     parser.add_argument("--verify", action="store_true")
     args = parser.parse_args(argv)
-    serve(args.tree, args.num_seqs, args.verify)
+    serve(args.tree, WorkloadSizes(args.reference, args.short), args.verify)
     return 0
 
 
