@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from radixkv import CacheConfig, PrefixCache
-from radixkv.core.hashing import page_digests
+from radixkv.core.hashing import page_digests, page_hash
 from radixkv.errors import ConfigError, ConfigTypeError
 from radixkv.storage import StorageLayout
 
@@ -16,7 +16,8 @@ BASE = dict(model="llama-3-8b@rev1", dtype="bfloat16", page_size=4, component="f
 TOKENS = list(range(100, 140))
 CHANGED = [("model", "llama-3-8b@rev2"), ("dtype", "float16"), ("page_size", 8),
            ("component", "swa"), ("layers", (0, 16)), ("layers", (16, 32)),
-           ("row_shape", (2, 8, 64)), ("layout", "kv,nhd,tp1/2")]
+           ("row_shape", (2, 8, 64)), ("layout", "kv,nhd,tp1/2"), ("page_hash", "xxh3_128"),
+           ("bigram", True)]
 
 
 def make(**changes: object) -> StorageLayout:
@@ -55,14 +56,18 @@ def test_keys_of_a_prefix_are_the_leading_keys_of_the_longer_prompt() -> None:
     assert layout.token_keys(TOKENS[:17]) == layout.token_keys(TOKENS)[:4]
 
 
-def test_token_keys_match_the_page_hashes_the_tree_keeps() -> None:
-    cache = PrefixCache(CacheConfig(capacity=256, page_size=4))
-    cache.finish(cache.admit(TOKENS, ("lora-1", "tenant-a")))
-    node = cache.match(TOKENS, ("lora-1", "tenant-a")).node
-    tree_node = cache.tree.node(node)  # one node below the root holds the whole prompt
-    layout = make()
-    assert layout.keys(page_digests(tree_node, cache.tree.page_bytes)) == layout.token_keys(
-        TOKENS, ("lora-1", "tenant-a"))
+@pytest.mark.parametrize(("hash_name", "bigram"), [("sha256", False), ("xxh3_128", False),
+                                                   ("sha256", True)])
+def test_token_keys_match_the_page_hashes_the_tree_keeps(hash_name: str, bigram: bool) -> None:
+    cache = PrefixCache(CacheConfig(capacity=256, page_size=4, page_hash=hash_name,
+                                    bigram=bigram))
+    namespace = ("lora-1", "tenant-a")
+    cache.finish(cache.admit(TOKENS, namespace))
+    tree_node = cache.tree.node(cache.match(TOKENS, namespace).node)  # holds the whole prompt
+    digests = page_digests(tree_node, cache.tree.page_bytes, page_hash(hash_name))
+    layout = make(page_hash=hash_name, bigram=bigram)
+    assert len(digests) == (len(TOKENS) - bigram) // 4
+    assert layout.keys(digests) == layout.token_keys(TOKENS, namespace)
 
 
 def test_a_key_is_the_layout_digest_and_the_hex_page_hash() -> None:
@@ -84,7 +89,8 @@ def test_dtype_spellings_are_normalised() -> None:
     (dict(page_size=0), ConfigError),
     (dict(page_size=True), ConfigTypeError), (dict(layers=(4, 4)), ConfigError),
     (dict(layers=[0, 4]), ConfigTypeError), (dict(layers=(-1, 4)), ConfigError),
-    (dict(row_shape=(0,)), ConfigError), (dict(component=""), ConfigError)])
+    (dict(row_shape=(0,)), ConfigError), (dict(component=""), ConfigError),
+    (dict(page_hash="md5"), ConfigError), (dict(bigram=1), ConfigTypeError)])
 def test_bad_fields_raise(changes: dict[str, object], error: type[Exception]) -> None:
     with pytest.raises(error):
         make(**changes)

@@ -1,10 +1,11 @@
 """What the bytes of a stored page are, and the storage keys that follow from it.
 
-A key is ``<layout digest>-<page hash>``: the page hash is the chained SHA-256 of DESIGN §3
-(namespaces seed the chain, so tenants never share a hash), the layout digest covers every
-fact that decides what the bytes mean. Two engines of one model with one layout compute the
-same keys and share pages; any other model, dtype, page size, component, layer range or row
-layout gets disjoint keys, so it can only miss.
+A key is ``<layout digest>-<page hash>``: the page hash is the tree's chained page digest of
+DESIGN §3 (namespaces seed the chain, so tenants never share a hash), the layout digest
+covers what the hash means (:func:`~radixkv.core.hashing.key_identity`: hash function, page
+size, key unit) and every fact that decides what the bytes mean. Two engines of one model
+with one layout compute the same keys and share pages; any other model, dtype, page size,
+component, layer range, row layout or page hash gets disjoint keys, so it can only miss.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from dataclasses import fields as dataclass_fields
 
 import numpy as np
 
-from ..core.hashing import chain_page_digests, namespace_seed, storage_key
-from ..core.keys import TOKEN_BYTES, Namespace, encode_tokens, validate_namespace
+from ..core.hashing import key_identity, namespace_seed, page_hash, storage_key
+from ..core.keys import TOKEN_BYTES, Namespace, encode_tokens, key_of, validate_namespace
 from ..errors import ConfigError, ConfigTypeError
 
 LAYOUT_VERSION = 1
@@ -38,7 +39,10 @@ class StorageLayout:
     ``"mamba"``...), ``layers`` the half-open layer range
     ``(start, stop)`` the rows cover, ``row_shape`` the shape of one slot's row and
     ``layout`` free text for the rest (head order, tensor-parallel rank, quantisation...).
-    Raises :class:`ConfigError` / :class:`ConfigTypeError` for a bad field.
+    ``page_hash`` and ``bigram`` must be the tree's (``CacheConfig.page_hash``, ``bigram``):
+    they say what the page hashes in the keys are. Raises :class:`ConfigError` /
+    :class:`ConfigTypeError` for a bad field (``ConfigError`` too for a page hash that is
+    unknown or whose package is missing).
     """
 
     model: str
@@ -48,10 +52,12 @@ class StorageLayout:
     layers: tuple[int, int]
     row_shape: tuple[int, ...] = ()
     layout: str = ""
+    page_hash: str = "sha256"
+    bigram: bool = False
     digest: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("model", "dtype", "component", "layout"):
+        for name in ("model", "dtype", "component", "layout", "page_hash"):
             if not isinstance(getattr(self, name), str):
                 raise ConfigTypeError(f"StorageLayout.{name} must be a str")
         if not self.model or not self.dtype or not self.component:
@@ -61,12 +67,16 @@ class StorageLayout:
         object.__setattr__(self, "layers", _checked_layers(self.layers))
         _check_ints("row_shape", tuple(self.row_shape), minimum=1)
         object.__setattr__(self, "row_shape", tuple(int(n) for n in self.row_shape))
+        if not isinstance(self.bigram, bool):
+            raise ConfigTypeError("StorageLayout.bigram must be a bool")
+        page_hash(self.page_hash)
         object.__setattr__(self, "digest", self._compute_digest())
 
     def _compute_digest(self) -> str:
         fields = {item.name: getattr(self, item.name) for item in dataclass_fields(self)
                   if item.name != "digest"}
         fields["version"] = LAYOUT_VERSION
+        fields["keys"] = key_identity(self.page_hash, self.page_size, self.bigram)
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:DIGEST_HEX]
 
@@ -83,11 +93,11 @@ class StorageLayout:
         """Keys of the whole pages of ``tokens`` in ``namespace`` (the tree's own chain, for
         engines and tools that hold tokens rather than nodes); one SHA-256 a page. Raises
         :class:`~radixkv.errors.InvalidTokensError` / ``InvalidNamespaceError``."""
-        packed = encode_tokens(tokens)
-        page_bytes = self.page_size * TOKEN_BYTES
-        packed = packed[: len(packed) - len(packed) % page_bytes]
-        seed = namespace_seed(validate_namespace(namespace))
-        return self.keys(chain_page_digests(seed, packed, page_bytes))
+        hasher = page_hash(self.page_hash)
+        page_bytes = self.page_size * TOKEN_BYTES * (2 if self.bigram else 1)
+        key = key_of(encode_tokens(tokens), self.bigram, page_bytes)
+        seed = namespace_seed(validate_namespace(namespace), hasher)
+        return self.keys(hasher.chain(seed, key, page_bytes)) if key else []
 
 
 def _normalised_dtype(name: str) -> str:
