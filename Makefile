@@ -9,7 +9,13 @@ BIN    := $(VENV)/bin
 STAMP_INSTALL     := $(VENV)/.stamp-install
 STAMP_INSTALL_DEV := $(VENV)/.stamp-install-dev
 
-.PHONY: venv install install-dev demo test clean bench-peers clean-peers
+.PHONY: venv install install-dev system-deps demo test clean bench-peers clean-peers
+
+# Servers and libraries the storage tests need from Debian: redis-server, and libibverbs1,
+# which the Mooncake client wheel links against even without RDMA hardware. Installed only
+# when missing and only as root (CI, the dev machines); elsewhere those tests say why they
+# are skipped.
+SYSTEM_PACKAGES := redis-server libibverbs1
 
 venv: $(BIN)/python
 
@@ -35,7 +41,22 @@ $(STAMP_INSTALL_DEV): pyproject.toml | $(BIN)/python
 demo: install
 	$(BIN)/radixkv demo
 
-test: install-dev
+system-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  missing=""; \
+	  for pkg in $(SYSTEM_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "ok installed" \
+	      || missing="$$missing $$pkg"; \
+	  done; \
+	  if [ -n "$$missing" ]; then \
+	    echo "apt-get install$$missing"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	        --no-install-recommends $$missing; } >/dev/null 2>&1 \
+	      || echo "could not install$$missing: the storage tests that need it will be skipped"; \
+	  fi; \
+	fi
+
+test: system-deps install-dev
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy --strict src/
 	$(BIN)/python -m pytest

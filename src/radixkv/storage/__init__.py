@@ -1,0 +1,32 @@
+"""The shared storage tier (L3): page stores that engines share, keyed by content.
+
+``StorageLayout`` says what a component's page bytes are and turns page hashes into keys;
+``StorageBackend`` is the store interface (``FileStorage``, ``RedisStorage``,
+``MooncakeStorage``); ``StorageWorker`` runs a backend off the scheduler's thread.
+See docs/storage.md.
+"""
+
+from .backend import StorageBackend, StorageFault
+from .file import FileStorage, FileStorageConfig
+from .layout import StorageLayout
+from .mooncake_store import MooncakeStorage, MooncakeStorageConfig
+from .redis_store import RedisStorage, RedisStorageConfig
+from .rows import PageRows
+from .stats import FAULTS, StorageStats
+from .worker import StorageWorker
+
+__all__ = [
+    "FAULTS",
+    "FileStorage",
+    "FileStorageConfig",
+    "MooncakeStorage",
+    "MooncakeStorageConfig",
+    "PageRows",
+    "RedisStorage",
+    "RedisStorageConfig",
+    "StorageBackend",
+    "StorageFault",
+    "StorageLayout",
+    "StorageStats",
+    "StorageWorker",
+]

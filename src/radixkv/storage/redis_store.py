@@ -1,0 +1,126 @@
+"""RedisStorage: pages in a Redis server shared by a fleet of engines.
+
+Each page is two keys: ``<prefix>:d:<key>`` holds the framed object, ``<prefix>:m:<key>``
+marks it present. A put sends the data before the marker in one pipeline, so the marker
+never exists before its data; ``exists_prefix`` reads markers only. An eviction under
+``maxmemory`` (any policy) can then take the data and leave the marker, which reads as a
+missing page at ``get_into``, or take the marker, which reads as absent: a miss either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from .backend import StorageBackend
+
+try:  # the `storage` extra
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+except ImportError:  # pragma: no cover - reported when a RedisStorage is built
+    redis = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class RedisStorageConfig:
+    """Where the server is: ``unix_socket`` (a path) if given, else ``host``:``port``.
+    ``prefix`` namespaces this fleet's keys in a shared server (``clear()`` drops exactly
+    those). ``timeout_s`` bounds every socket operation and ``retries`` how often one is
+    tried again at once (a pooled connection is stale after a server restart); ``ttl_s``
+    expires pages (``None``: only ``maxmemory`` evicts). ``retry_after_s``: see
+    :class:`StorageBackend`."""
+
+    host: str = "127.0.0.1"
+    port: int = 6379
+    unix_socket: str | None = None
+    db: int = 0
+    password: str | None = None
+    prefix: str = "radixkv"
+    timeout_s: float = 1.0
+    retries: int = 1
+    ttl_s: int | None = None
+    retry_after_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0 or (self.ttl_s is not None and self.ttl_s <= 0):
+            raise ConfigError("RedisStorageConfig.timeout_s and ttl_s must be positive")
+        if self.retries < 0:
+            raise ConfigError("RedisStorageConfig.retries must be >= 0")
+        if not self.prefix or any(char in self.prefix for char in " *?[]"):
+            raise ConfigError("RedisStorageConfig.prefix must be non-empty, without glob chars")
+
+
+class RedisStorage(StorageBackend):
+    """Pages in Redis; see :class:`StorageBackend` for the contract. Connecting is lazy: a
+    server that is down at start costs faults, not an exception."""
+
+    def __init__(self, config: RedisStorageConfig) -> None:
+        if redis is None:
+            raise ImportError("RedisStorage needs `redis`: pip install 'radixkv[storage]'")
+        super().__init__(config.retry_after_s)
+        self._config = config
+        self._data = f"{config.prefix}:d:"
+        self._mark = f"{config.prefix}:m:"
+        connection: dict[str, Any] = {
+            "db": config.db, "password": config.password, "socket_timeout": config.timeout_s,
+            "socket_connect_timeout": config.timeout_s,
+            "retry": Retry(NoBackoff(), config.retries)}
+        if config.unix_socket is not None:
+            connection["unix_socket_path"] = config.unix_socket
+        else:
+            connection.update(host=config.host, port=config.port)
+        self._client = redis.Redis(**connection)
+
+    def _exists(self, keys: list[str]) -> list[bool]:
+        markers = self._client.mget([self._mark + key for key in keys])
+        return [marker is not None for marker in markers]
+
+    def _read(self, keys: list[str], size: int) -> list[bytes | str | None]:
+        blobs: list[bytes | str | None] = self._client.mget([self._data + key for key in keys])
+        return blobs
+
+    def _write(self, keys: list[str], blobs: list[bytes]) -> list[str | None]:
+        pipe = self._client.pipeline(transaction=False)
+        for key, blob in zip(keys, blobs):
+            pipe.set(self._data + key, blob, ex=self._config.ttl_s)
+            pipe.set(self._mark + key, b"1", ex=self._config.ttl_s)
+        replies = pipe.execute(raise_on_error=False)
+        pairs = zip(replies[::2], replies[1::2])
+        return [self._reply_fault(data, marker) for data, marker in pairs]
+
+    def _reply_fault(self, *replies: object) -> str | None:
+        for reply in replies:
+            if isinstance(reply, Exception):
+                return self._classify(reply)
+        return None
+
+    def _remove(self, keys: list[str]) -> None:
+        # markers first: a reader never finds a marker whose data is already gone on purpose
+        self._client.delete(*[self._mark + key for key in keys],
+                            *[self._data + key for key in keys])
+
+    def _clear(self) -> None:
+        for pattern in (self._mark + "*", self._data + "*"):
+            batch: list[bytes] = []
+            for name in self._client.scan_iter(match=pattern, count=1000):
+                batch.append(name)
+                if len(batch) == 1000:
+                    self._client.delete(*batch)
+                    batch = []
+            if batch:
+                self._client.delete(*batch)
+
+    def _classify(self, error: Exception) -> str:
+        assert redis is not None
+        if isinstance(error, redis.exceptions.TimeoutError):
+            return "timeout"
+        if isinstance(error, redis.exceptions.ConnectionError):
+            return "unavailable"
+        if isinstance(error, redis.exceptions.OutOfMemoryError):  # maxmemory, noeviction
+            return "full"
+        return "error"
+
+    def close(self) -> None:
+        self._client.close()

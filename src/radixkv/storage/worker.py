@@ -1,0 +1,68 @@
+"""StorageWorker: runs a backend's calls on a background I/O thread, with futures.
+
+A scheduler thread submits and moves on; it blocks on the network only when it chooses to
+wait on a future (``future.result(timeout)``). Arguments are checked on the caller's thread,
+so a bad call raises there and nothing is queued; the futures themselves never fail (the
+backend turns store failures into misses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from .backend import StorageBackend, checked_keys
+from .rows import PageRows
+from .stats import StorageStats
+
+
+class StorageWorker:
+    """One thread in front of one backend; calls run in submission order. ``close()``
+    finishes what was submitted, then closes the backend (also as a context manager)."""
+
+    def __init__(self, backend: StorageBackend) -> None:
+        self._backend = backend
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="radixkv-storage")
+
+    @property
+    def backend(self) -> StorageBackend:
+        return self._backend
+
+    def exists_prefix(self, keys: Sequence[str]) -> Future[int]:
+        """:meth:`StorageBackend.exists_prefix` off this thread."""
+        return self._pool.submit(self._backend.exists_prefix, checked_keys(keys))
+
+    def get_into(self, keys: Sequence[str], rows: PageRows) -> Future[list[bool]]:
+        """:meth:`StorageBackend.get_into` off this thread; the rows must not be read or
+        reused until the future is done."""
+        checked = checked_keys(keys)
+        rows.check_keys(len(checked), writing=True)
+        return self._pool.submit(self._backend.get_into, checked, rows)
+
+    def put_from(self, keys: Sequence[str], rows: PageRows) -> Future[list[bool]]:
+        """:meth:`StorageBackend.put_from` off this thread; the rows must not change until
+        the future is done (the host tier keeps them locked)."""
+        checked = checked_keys(keys)
+        rows.check_keys(len(checked))
+        return self._pool.submit(self._backend.put_from, checked, rows)
+
+    def remove(self, keys: Sequence[str]) -> Future[None]:
+        return self._pool.submit(self._backend.remove, checked_keys(keys))
+
+    def clear(self) -> Future[None]:
+        return self._pool.submit(self._backend.clear)
+
+    def stats(self) -> StorageStats:
+        """The backend's counters, read on the caller's thread."""
+        return self._backend.stats()
+
+    def close(self) -> None:
+        """Run what was submitted, stop the thread, close the backend; idempotent."""
+        self._pool.shutdown(wait=True)
+        self._backend.close()
+
+    def __enter__(self) -> StorageWorker:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
