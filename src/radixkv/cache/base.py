@@ -164,7 +164,7 @@ class CacheBase:
         nodes' uses for the write policy. O(depth)."""
         host = self.host
         assert host is not None
-        host.note_uses(found.path, inserted=False)
+        host.note_uses(found.path)
         if found.length >= found.branch:
             return 0
         return self.tree.host_match(key, space).length - found.length
@@ -182,7 +182,7 @@ class CacheBase:
         while node.parent is not None:
             path.append(node)
             node = node.parent
-        host.note_uses(path, inserted=True)
+        host.note_uses(path)
         host.flush()
 
     def _count_match(self, queried: int, found: TreeMatch, key: bytes, space: Namespace,

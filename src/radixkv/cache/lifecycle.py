@@ -75,7 +75,7 @@ class Lifecycle(LoadBack):
         assert host is not None
         if self.tree.copying:
             self._wait_for_loads(lease, found.path)
-        host.note_uses(found.path, inserted=False)
+        host.note_uses(found.path)
         host.flush()
 
     # ------------------------------------------------------------------ running requests

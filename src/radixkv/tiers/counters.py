@@ -23,7 +23,7 @@ class TierCounters:
         self.host_hit_tokens = 0
         self.load_requests = 0
 
-    def submitted(self, tier: int, units: Sequence[int]) -> None:
+    def submitted(self, tier: int) -> None:
         if tier == HOST:
             self.backup_batches += 1
         else:

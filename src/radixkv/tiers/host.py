@@ -64,9 +64,10 @@ class HostTierController:
 
     # ------------------------------------------------------------------ backups
 
-    def note_uses(self, nodes: Iterable[Node], inserted: bool) -> None:
-        """Nodes were hit by a match (or stored by an insert, ``inserted``): those whose
-        uses (``1 + hits``) reached the threshold become due for a backup. O(nodes)."""
+    def note_uses(self, nodes: Iterable[Node]) -> None:
+        """Nodes were hit by a match or stored by an insert (its first use: ``1 + hits``
+        counts it already): those whose uses reached the threshold become due for a
+        backup. O(nodes)."""
         threshold = self.threshold
         if threshold is None:
             return
@@ -74,7 +75,6 @@ class HostTierController:
         for node in nodes:
             if node.hits + 1 >= threshold and node.values[count] is None:
                 self.due[node.id] = node
-        del inserted  # an insert is the node's first use: hits + 1 already counts it
 
     def flush(self) -> None:
         """Back up every due node still live (one batch). A node left out because a backup
@@ -184,7 +184,7 @@ class HostTierController:
         record = CopyRecord(self.engine.submit(copies), tier, locks, sizes)
         tree.track(record, planned)
         self.records[record.ticket] = record
-        self.counters.submitted(tier, sizes)
+        self.counters.submitted(tier)
         return record
 
     def finish(self, completions: Iterable[Completion]) -> list[tuple[CopyRecord, bool]]:
