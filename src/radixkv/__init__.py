@@ -33,6 +33,7 @@ from .components.dependencies import supported_combinations
 from .components.request import RequestSide, StateSide, TokenSide
 from .core import AllBlocksCleared, BlockRemoved, BlockStored, Lock, NodeId
 from .core.node import Node
+from .storage import StorageLayout, StorageTier
 from .tiers import Copy, CopyEngine, Direction, HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 __version__ = "0.1.0"
@@ -69,6 +70,8 @@ __all__ = [
     "RequestSide",
     "SlidingWindow",
     "StateSide",
+    "StorageLayout",
+    "StorageTier",
     "TokenSide",
     "WindowInput",
     "WindowedComponent",

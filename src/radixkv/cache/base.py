@@ -20,6 +20,8 @@ from ..core.tiers import DEVICE
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
+from ..storage.backend import StorageBackend
+from ..storage.tier import StorageTierController, storage_tier
 from ..tiers.copy_engine import CopyEngine
 from ..tiers.host import HostTierController
 from ..tiers.numpy_engine import NumpyCopyEngine
@@ -50,7 +52,8 @@ class _Owner:
 class CacheBase:
     """Pools, tree, leases and counters of a cache; see :class:`~radixkv.PrefixCache`."""
 
-    def __init__(self, config: CacheConfig, copy_engine: CopyEngine | None = None) -> None:
+    def __init__(self, config: CacheConfig, copy_engine: CopyEngine | None = None,
+                 storage: StorageBackend | None = None) -> None:
         if not isinstance(config, CacheConfig):
             raise ConfigTypeError(f"expected a CacheConfig, got {type(config).__name__}")
         if copy_engine is not None and not isinstance(copy_engine, CopyEngine):
@@ -90,6 +93,10 @@ class CacheBase:
             self.pools.evictor = self.host.evict_device
             self.pools.settle = self.host.settle_backups
             self.host.listener = self._on_copy
+        self.storage: StorageTierController | None = None
+        """The storage tier (L3), when the configuration has one."""
+        if config.storage is not None or storage is not None:
+            self.storage = storage_tier(config, self.tree, self.host, storage)
 
     # ------------------------------------------------------------------ keys and match
 
@@ -295,6 +302,8 @@ class CacheBase:
         slot is free again.
         Node handles are never reused afterwards. With a host tier, first waits for every
         copy in flight (their slots are about to be reused)."""
+        if self.storage is not None:
+            self.storage.reset()
         if self.host is not None:
             self.host.reset()
         self._waiting.clear()

@@ -18,6 +18,7 @@ from ..components.dependencies import check_order, supported_combinations
 from ..components.spec import check_int
 from ..core.config import TreeConfig
 from ..errors import ConfigError
+from ..storage.config import StorageTier
 from ..tiers.config import HostTier
 
 SHORTHANDS = ("full", "swa", "mamba")
@@ -63,7 +64,8 @@ class CacheConfig:
     ``CacheStats.capped_tokens``); off, those count as unseen. ``default_ttl``: tlru
     time-to-live (ticks) of a request that gives none.
     ``host``: the host-memory tier (:class:`~radixkv.tiers.HostTier`); ``None`` (the
-    default) has none, and nothing costs more than an ``if``.
+    default) has none, and nothing costs more than an ``if``. ``storage``: the shared
+    storage tier below it (:class:`~radixkv.storage.StorageTier`; needs ``host``).
     Raises :class:`ConfigError` on any invalid value or combination. ``specs`` holds the
     resolved specs, in tree order.
     """
@@ -83,6 +85,7 @@ class CacheConfig:
     lost_hits: bool = True
     default_ttl: int = 1024
     host: HostTier | None = None
+    storage: StorageTier | None = None
     specs: tuple[ComponentSpec, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -98,6 +101,7 @@ class CacheConfig:
             spec.validate(shape)
         object.__setattr__(self, "specs", specs)
         self._check_host(specs)
+        self._check_storage()
 
     def _check_host(self, specs: tuple[ComponentSpec, ...]) -> None:
         host = self.host
@@ -115,6 +119,16 @@ class CacheConfig:
             if capacity % shape.page_size:
                 raise ConfigError(f"host capacity of {name!r} ({capacity}) must be a multiple "
                                   f"of its page size {shape.page_size}")
+
+    def _check_storage(self) -> None:
+        storage = self.storage
+        if storage is None:
+            return
+        if not isinstance(storage, StorageTier):
+            raise ConfigError(f"storage must be a StorageTier, got {type(storage).__name__}")
+        if self.host is None:
+            raise ConfigError("a storage tier needs a host tier: L3 reads land in host slots")
+        storage.check_against(self.names, self.page_size, self.page_hash, self.bigram)
 
     def _resolve(self) -> tuple[ComponentSpec, ...]:
         entries = self.components

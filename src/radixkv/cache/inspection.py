@@ -46,6 +46,7 @@ def stats(cache: PrefixCache) -> CacheStats:
         evicted_tokens=sum(tree.evicted[0].values()),
         events_dropped=tree.log.dropped,
         host=None if cache.host is None else host_stats(cache.host, tree),
+        storage=None if cache.storage is None else cache.storage.stats(),
         **cache.counters,
     )
 
@@ -71,7 +72,10 @@ def check(cache: PrefixCache) -> None:
         pool.check(np.concatenate(parts))
     _check_allocations(cache)
     if cache.host is not None:
-        check_host(cache.host, tree)
+        storage = cache.storage
+        check_host(cache.host, tree, None if storage is None else storage.reserved())
+        if storage is not None:
+            storage.check()
         for lease in cache.leases():
             if any(ticket not in cache.host.records for ticket in lease.waiting):
                 raise InvariantError(f"lease {lease.id} waits for a copy not in flight")

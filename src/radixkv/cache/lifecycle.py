@@ -31,7 +31,9 @@ class Lifecycle(LoadBack):
         host values make it usable: device slots are allocated for the host part, its
         host-to-device copies are submitted, and the lease is not :attr:`~Lease.ready` until
         they are acknowledged (:meth:`poll`); a lease whose prefix another request is
-        loading back waits for that copy too.
+        loading back waits for that copy too. With a storage tier as well, L3 is asked for
+        more of the prompt first (see :meth:`prefetch`); what arrived within the wait
+        policy joins the host prefix (and stays cached even if this admit then raises).
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room (with a host tier, backups in flight were
         waited for first: their acknowledgements are applied, as a :meth:`poll` would)."""
@@ -41,10 +43,13 @@ class Lifecycle(LoadBack):
         if max_match is not None and self.config.bigram:
             max_match += 1  # a bigram spans the next token
         key = self._key(packed, max_match)
+        loading = load_back is not False and as_bool("load_back", load_back) \
+            and self.host is not None
+        if loading and self.storage is not None:
+            self._from_storage(key, space)
         found = self.tree.match(key, space, touch=False)
         device_length, load = found.length, None
-        if load_back is not False and as_bool("load_back", load_back) \
-                and self.host is not None and found.length < found.branch:
+        if loading and found.length < found.branch:
             found, load = self._host_prefix(key, space, found)
         fresh_tokens = self.pages_for(num_tokens - found.length)
         needs = self._needs(fresh_tokens, states=1)

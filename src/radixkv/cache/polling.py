@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..core.events import KVEvent
+from ..errors import ConfigError
 from .lease import Lease
 from .lifecycle import Lifecycle
 
@@ -18,6 +22,8 @@ class Polling(Lifecycle):
         if self.host is None:
             return []
         self.host.poll()
+        if self.storage is not None:
+            self.storage.poll()
         self.host.flush()
         return self._take_changed()
 
@@ -34,6 +40,33 @@ class Polling(Lifecycle):
             tickets = list(lease.waiting)
         self.host.wait(tickets)
         return self._take_changed()
+
+    def prefetch(self, tokens: Any, namespace: Any = None) -> bool:
+        """Start fetching from L3 what it holds of ``tokens`` beyond the prefix device and
+        host serve (when that is at least ``StorageTier.prefetch_threshold`` tokens), so
+        that ``admit(tokens, load_back=True)`` later finds it on the host: call it when a
+        request arrives, admit it when it is scheduled. Returns whether a fetch for this
+        prompt is in flight. Never blocks; pins the served prefix until the fetch is taken.
+        Raises :class:`InvalidTokensError` / :class:`InvalidNamespaceError`, and
+        :class:`ConfigError` on a cache without a storage tier."""
+        packed, space, _priority, _ttl = self._request(tokens, namespace, 0, None)
+        if self.storage is None:
+            raise ConfigError("prefetch needs a storage tier (CacheConfig.storage)")
+        return self.storage.prefetch(self._key(packed), space) is not None
+
+    def take_storage_events(self) -> list[KVEvent]:
+        """Drain the BlockStored events (medium ``STORAGE``) of pages written to L3 since
+        the last call; ``[]`` without a storage tier. Publish them on the store's own
+        topic: every engine sharing the store sees them."""
+        return [] if self.storage is None else self.storage.writes.take_events()
+
+    def close(self) -> None:
+        """Finish the storage tier's I/O (queued writes submitted and landed, prefetches in
+        flight dropped) and close its store; the cache then runs without L3, as if it had
+        no storage tier. Idempotent; a no-op without one."""
+        if self.storage is not None:
+            self.storage.close()
+            self.storage = None
 
     def _take_changed(self) -> list[Lease]:
         changed, self._changed = self._changed, []

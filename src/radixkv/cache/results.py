@@ -11,6 +11,7 @@ from ..core.types import NodeId
 
 if TYPE_CHECKING:
     from ..components import Component
+    from ..storage.tier_stats import StorageTierStats
     from ..tiers.stats import HostStats
 
 PRIMARY = 0
@@ -109,7 +110,8 @@ class CacheStats:
     but past an admit's ``max_match``), or :attr:`unseen_tokens`. ``events_dropped``: KV
     events discarded because the event queue was full. ``failed``: leases failed by a
     load-back. ``host``: the host tier's ledgers and copy counters
-    (:class:`~radixkv.tiers.stats.HostStats`), ``None`` without one."""
+    (:class:`~radixkv.tiers.stats.HostStats`), ``None`` without one; ``storage``: the
+    storage tier's (:class:`~radixkv.storage.StorageTierStats`), ``None`` without one."""
 
     capacity: int
     available: int
@@ -131,6 +133,7 @@ class CacheStats:
     capped_tokens: int = 0
     events_dropped: int = 0
     host: HostStats | None = None
+    storage: StorageTierStats | None = None
 
     @property
     def unseen_tokens(self) -> int:

@@ -48,6 +48,14 @@ class LoadBack(CacheBase):
 
     # ------------------------------------------------------------------ admission
 
+    def _from_storage(self, key: bytes, space: Namespace) -> None:
+        """Ask L3 for more of ``key`` and take what arrives within the wait policy."""
+        storage = self.storage
+        assert storage is not None
+        record = storage.prefetch(key, space)
+        if record is not None:
+            storage.take(record, storage.wait_seconds())
+
     def _host_prefix(self, key: bytes, space: Namespace, found: TreeMatch
                      ) -> tuple[TreeMatch, list[int] | None]:
         """The longer prefix host values make usable, with the device slots its load-back

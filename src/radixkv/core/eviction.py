@@ -119,6 +119,8 @@ class Evictor(TreeState):
         if value is None:
             return
         component = self.components[index]
+        if tier != DEVICE and self.host_dropping is not None:
+            self.host_dropping(node, index, value)
         if self.log.enabled and component.publishes_events:
             self.log.removed(node, self.config.medium if tier == DEVICE else "CPU")
         size = component.value_size(node)

@@ -13,13 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InvalidSlotsError
+from .attach import Attacher
 from .events import AllBlocksCleared, KVEvent
-from .eviction import Evictor
-from .insertion import Inserter
 from .keys import Namespace
-from .locking import Locker
 from .node import Node
-from .tiering import Tiering
 from .types import NodeId, TreeMatch
 
 
@@ -34,7 +31,7 @@ def _present(path: Sequence[Node], index: int) -> list[np.ndarray]:
     return values
 
 
-class TreeCore(Inserter, Locker, Evictor, Tiering):
+class TreeCore(Attacher):
     """A radix tree of pages of key elements with per-component values.
 
     Keys are ``bytes`` of whole pages (``page_size * unit`` bytes a page; ``unit`` is 4, or 8

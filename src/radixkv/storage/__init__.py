@@ -7,16 +7,21 @@ See docs/storage.md.
 """
 
 from .backend import StorageBackend, StorageFault
+from .config import WAIT_POLICIES, StorageTier
 from .file import FileStorage, FileStorageConfig
 from .layout import StorageLayout
 from .mooncake_store import MooncakeStorage, MooncakeStorageConfig
 from .redis_store import RedisStorage, RedisStorageConfig
 from .rows import PageRows
 from .stats import FAULTS, StorageStats
+from .tier_stats import StorageTierStats
 from .worker import StorageWorker
+from .writes import STORAGE_MEDIUM
 
 __all__ = [
     "FAULTS",
+    "STORAGE_MEDIUM",
+    "WAIT_POLICIES",
     "FileStorage",
     "FileStorageConfig",
     "MooncakeStorage",
@@ -28,5 +33,7 @@ __all__ = [
     "StorageFault",
     "StorageLayout",
     "StorageStats",
+    "StorageTier",
+    "StorageTierStats",
     "StorageWorker",
 ]

@@ -72,6 +72,17 @@ class StorageBackend(ABC):
         self._counters.exists_pages += found
         return found
 
+    def exists(self, keys: Sequence[str]) -> list[bool]:
+        """Whether the store holds each of ``keys``; mutates nothing. Cost: one round trip
+        per batch; a fault reads as absent for its batch (later batches are still asked)."""
+        keys = checked_keys(keys)
+        self._counters.exists_calls += 1
+        flags: list[bool] = []
+        for chunk in self._chunks(keys):
+            present = self._guarded(self._exists, chunk, "exists_seconds")
+            flags.extend(present if present is not None else [False] * len(chunk))
+        return flags
+
     def get_into(self, keys: Sequence[str], rows: PageRows) -> list[bool]:
         """Copy page ``i`` of ``keys`` into ``rows``' page ``i``; flag ``i`` says it arrived
         whole and checked. Rows of pages that did not arrive are left untouched. Cost: one

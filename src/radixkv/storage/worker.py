@@ -8,12 +8,15 @@ backend turns store failures into misses).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
 from .backend import StorageBackend, checked_keys
 from .rows import PageRows
 from .stats import StorageStats
+
+_T = TypeVar("_T")
 
 
 class StorageWorker:
@@ -45,6 +48,11 @@ class StorageWorker:
         checked = checked_keys(keys)
         rows.check_keys(len(checked))
         return self._pool.submit(self._backend.put_from, checked, rows)
+
+    def call(self, job: Callable[[StorageBackend], _T]) -> Future[_T]:
+        """Run ``job(backend)`` on the thread, after what was submitted before: several
+        calls that belong together (an L3 lookup's queries) in one job."""
+        return self._pool.submit(job, self._backend)
 
     def remove(self, keys: Sequence[str]) -> Future[None]:
         return self._pool.submit(self._backend.remove, checked_keys(keys))

@@ -3,6 +3,8 @@ Read-only; O(nodes + slots)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..core.tiers import PRIMARY
@@ -15,13 +17,17 @@ def _fail(message: str) -> None:
     raise InvariantError(message)
 
 
-def check_host(host: HostTierController, tree: TreeCore) -> None:
-    """Raise :class:`InvariantError` on the first inconsistency of the host tier."""
+def check_host(host: HostTierController, tree: TreeCore,
+               reserved: Sequence[np.ndarray] | None = None) -> None:
+    """Raise :class:`InvariantError` on the first inconsistency of the host tier;
+    ``reserved``: per component, host slots held outside the tree (L3 reads in flight)."""
     _check_tier_rules(tree)
     for index, pool in enumerate(host.pools):
         held = tree.all_host_values(index)
+        if reserved is not None:
+            held = np.concatenate([held, reserved[index]])
         if np.unique(held).size != held.size:
-            _fail(f"host {tree.components[index].name}: a host slot is held by two nodes")
+            _fail(f"host {tree.components[index].name}: a host slot is held twice")
         pool.check(held)
     _check_records(host, tree)
 

@@ -58,6 +58,12 @@ class CopyEngine(ABC):
     def poll(self) -> list[Completion]:
         """Batches completed since the last call (each reported once), without blocking."""
 
+    def host_buffer(self, component: str) -> np.ndarray | None:
+        """``component``'s host buffer as a numpy array whose first axis is the host slot,
+        or ``None`` (the default) if this engine exposes none. A storage tier reads and
+        writes L3 pages there, so a cache with one needs it for every component."""
+        return None
+
     def wait(self, tickets: Collection[int]) -> list[Completion]:
         """Block until every batch in ``tickets`` completed; return every completion seen
         meanwhile (others' too). The default polls in a loop; engines with streams or

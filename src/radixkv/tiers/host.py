@@ -58,6 +58,9 @@ class HostTierController:
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
         self._deferred: list[Completion] = []
+        self.backed_up: Callable[[Planned], None] | None = None
+        """Told of each acknowledged backup's nodes and components (the storage tier
+        writes them to L3 under a write-through policy)."""
         self.listener: Callable[[CopyRecord, bool], None] | None = None
         """Told of each batch before it is applied (the cache fails or readies the leases
         waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
@@ -117,6 +120,18 @@ class HostTierController:
                     self.tree.unlock(lock)
             self.free_host(result.freed)
         return all(size <= pool.available for pool, size in zip(self.pools, sizes))
+
+    def reserve(self, sizes: Sequence[int]) -> list[np.ndarray] | None:
+        """Allocate ``sizes`` host slots per component for an L3 read (the caller's lock
+        keeps its own path), evicting host values as needed; ``None`` (nothing allocated,
+        host eviction may have run) when they do not fit."""
+        short = [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
+        if any(short):
+            self.free_host(self.tree.evict_host(short).freed)
+        if any(size > pool.available for pool, size in zip(self.pools, sizes)):
+            return None
+        parts = [pool.alloc(size) for pool, size in zip(self.pools, sizes)]
+        return [np.zeros(0, np.int64) if part is None else part for part in parts]
 
     def free_host(self, freed: Sequence[np.ndarray]) -> None:
         for pool, part in zip(self.pools, freed):
@@ -200,7 +215,10 @@ class HostTierController:
             if not completion.ok:
                 self._take_back(record)
             elif record.tier == HOST:
-                self.tree.announce_host(list(record.nodes.values()))
+                planned = list(record.nodes.values())
+                self.tree.announce_host(planned)
+                if self.backed_up is not None:
+                    self.backed_up(planned)
             self.tree.untrack(record)
             for lock in record.locks:
                 self.tree.unlock(lock)

@@ -72,6 +72,9 @@ class NumpyCopyEngine(CopyEngine):
         """The array registered for ``component`` on ``tier``, if any."""
         return self._arrays.get((component, tier))
 
+    def host_buffer(self, component: str) -> np.ndarray | None:
+        return self._arrays.get((component, "host"))
+
     def submit(self, copies: Sequence[Copy]) -> int:
         for copy in copies:
             if len(copy.source) != len(copy.destination):

@@ -1,0 +1,119 @@
+"""Attaching host-only nodes: how pages an L3 read brought into host slots join the tree."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from .eviction import Evictor
+from .insertion import Inserter
+from .keys import Namespace
+from .locking import Locker
+from .node import Node
+from .tiering import Planned, Tiering
+from .tiers import HOST, PRIMARY
+
+Run = tuple[int, np.ndarray]
+"""A component's fetched host slots: (first key position, slots) — see attach_host."""
+
+
+class Attached(NamedTuple):
+    """What :meth:`Tiering.attach_host` did: the new host-only nodes (top-down) and, per
+    component, the host slots it did not use (``None`` where no run was given)."""
+
+    nodes: list[Node]
+    unused: list[np.ndarray | None]
+
+
+def _unused(runs: Sequence[Run | None], attach_at: int, placed: Planned,
+            per_token: Sequence[bool]) -> list[np.ndarray | None]:
+    """Per component, the run's slots no new node took: a per-token run's positions before
+    the attach point, a per-value run no node took."""
+    taken = {index for _node, indices in placed for index in indices}
+    unused: list[np.ndarray | None] = []
+    for index, run in enumerate(runs):
+        if run is None:
+            unused.append(None)
+        elif index not in taken:
+            unused.append(run[1])
+        else:
+            unused.append(run[1][: max(0, attach_at - run[0])] if per_token[index]
+                          else run[1][:0])
+    return unused
+
+
+class Attacher(Inserter, Locker, Evictor, Tiering):
+    """The tree's operations, plus attaching host-only nodes (a base of TreeCore)."""
+
+    def attach_host(self, key: bytes, namespace: Namespace,
+                    runs: Sequence[Run | None]) -> Attached:
+        """Cache host values for the part of ``key`` (whole pages, ``end`` elements) the
+        tree lacks, as host-only nodes (pages an L3 read brought into host slots).
+        ``runs[c]``: for a per-token component ``(begin, slots)``, its host slots of key
+        positions ``[begin, end)``; for a per-value one ``(end, slots)``, its value at
+        ``end``; ``None``: none fetched. The primary's run must start at or before where
+        the tree's path ends. New nodes are cut where a per-token run begins; each gets
+        every run that covers it, the last one the per-value runs. Nothing is attached (all
+        slots come back) when the tree already covers the key, or when the node above would
+        break the host closure (no host primary, or a backup still in flight above it).
+        Returns the new nodes and, per component, the slots not used (to free). Mutates
+        structure, host values, ledgers and queues; O(depth + new nodes x components)."""
+        unit, page = self.unit, self.page_size
+        end = len(key) // unit
+        root = self.root(namespace)
+        path, pos = self._walk(root, key)
+        attach_at = pos // unit
+        primary = runs[PRIMARY]
+        assert primary is not None and primary[0] <= attach_at, "the primary run must reach"
+        above = path[-1] if path else root
+        if attach_at >= end or not self._host_closed(above):
+            if not root.children:
+                self._drop_root(root)
+            return Attached([], [None if run is None else run[1] for run in runs])
+        if above is not root and above.start + above.length > attach_at:
+            above = self._split(above, attach_at - above.start)
+        cuts = sorted({begin for index, run in enumerate(runs) if run is not None
+                       for begin in (run[0],) if self.components[index].per_token
+                       and attach_at < begin < end and begin % page == 0} | {end})
+        nodes, parent, start = [], above, attach_at
+        for cut in cuts:
+            parent = self._add_leaf(parent, key[start * unit : cut * unit], 0,
+                                    self.config.default_ttl)
+            nodes.append(parent)
+            start = cut
+        placed = self._place_runs(nodes, runs, end)
+        self.announce_host([(node, indices) for node, indices in placed if indices])
+        return Attached(nodes, _unused(runs, attach_at, placed,
+                                       [c.per_token for c in self.components]))
+
+    def _host_closed(self, node: Node) -> bool:
+        """Whether a host-only node may hang below ``node`` (a root, or a node holding the
+        primary on the host with no backup in flight on it or above)."""
+        if node.parent is None:
+            return True
+        count = len(self.components)
+        return node.values[count + PRIMARY] is not None and not self.backing_up_above(node)
+
+    def _place_runs(self, nodes: list[Node], runs: Sequence[Run | None],
+                    end: int) -> list[tuple[Node, tuple[int, ...]]]:
+        placed = []
+        for node in nodes:
+            indices = []
+            for index, run in enumerate(runs):
+                if run is None:
+                    continue
+                begin, slots = run
+                if self.components[index].per_token:
+                    if begin > node.start:
+                        continue
+                    value = slots[node.start - begin : node.start + node.length - begin]
+                elif node.start + node.length == end:
+                    value = slots
+                else:
+                    continue
+                self.place(node, index, HOST, value.copy())
+                indices.append(index)
+            placed.append((node, tuple(indices)))
+        return placed

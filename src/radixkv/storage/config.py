@@ -1,0 +1,85 @@
+"""StorageTier: the configuration of the shared storage tier (L3) of a cache."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..components.spec import check_int
+from ..errors import ConfigError, ConfigTypeError
+from .layout import StorageLayout
+
+WAIT_POLICIES = ("best_effort", "wait_complete", "timeout")
+"""How long ``admit`` waits for an L3 prefetch of its prompt: not at all (it takes what has
+arrived), until it is complete, or at most ``timeout_s`` seconds."""
+
+
+@dataclass(frozen=True)
+class StorageTier:
+    """The L3 tier of a :class:`~radixkv.CacheConfig` (``CacheConfig(host=HostTier(...),
+    storage=StorageTier(...))``); the store itself is given to the cache
+    (``PrefixCache(config, copy_engine, storage=backend)``).
+
+    ``layouts``: one :class:`StorageLayout` per component of the cache (its ``component``
+    names it), with the cache's page size, page hash and bigram setting: what the stored
+    bytes are, and so the keys. Writes follow the host tier's write policy: with
+    ``write_through`` / ``write_through_selective`` a node's pages go to L3 when its host
+    backup is acknowledged, with ``write_back`` when host eviction drops them. ``write``:
+    False makes a read-only engine. Reads: ``admit(..., load_back=True)`` (and
+    :meth:`~radixkv.PrefixCache.prefetch`) asks the store how much more of the prompt it
+    holds once device and host prefixes are counted, and fetches it into host slots when
+    that is at least ``prefetch_threshold`` tokens; ``wait_policy`` (:data:`WAIT_POLICIES`)
+    says how long admit waits for that fetch (``timeout_s`` for ``timeout``); what arrived
+    by then joins the tree as host-only nodes and is loaded back with the rest of the
+    host prefix. Raises :class:`ConfigError` / :class:`ConfigTypeError` on a bad value.
+    """
+
+    layouts: tuple[StorageLayout, ...]
+    prefetch_threshold: int = 256
+    wait_policy: str = "best_effort"
+    timeout_s: float = 1.0
+    write: bool = True
+
+    def __post_init__(self) -> None:
+        layouts = self.layouts
+        if isinstance(layouts, StorageLayout) or not isinstance(layouts, Sequence):
+            raise ConfigTypeError("StorageTier.layouts must be a sequence of StorageLayout")
+        layouts = tuple(layouts)
+        if not layouts or not all(isinstance(item, StorageLayout) for item in layouts):
+            raise ConfigTypeError("StorageTier.layouts must hold one StorageLayout a component")
+        names = [item.component for item in layouts]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"StorageTier.layouts names a component twice: {names}")
+        object.__setattr__(self, "layouts", layouts)
+        check_int("prefetch_threshold", self.prefetch_threshold, 0)
+        if self.wait_policy not in WAIT_POLICIES:
+            raise ConfigError(f"unknown wait policy {self.wait_policy!r}; valid: "
+                              f"{', '.join(WAIT_POLICIES)}")
+        if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) \
+                or not self.timeout_s > 0:
+            raise ConfigError(f"timeout_s must be a number > 0, got {self.timeout_s!r}")
+        if not isinstance(self.write, bool):
+            raise ConfigTypeError("StorageTier.write must be a bool")
+
+    def layout_of(self, component: str) -> StorageLayout | None:
+        """The layout of the component called ``component``, if any."""
+        for layout in self.layouts:
+            if layout.component == component:
+                return layout
+        return None
+
+    def check_against(self, names: Sequence[str], page_size: int, page_hash: str,
+                      bigram: bool) -> None:
+        """Raise :class:`ConfigError` unless the layouts fit a cache with these components
+        and key settings (one layout each, the same page size, page hash and bigram)."""
+        missing = [name for name in names if self.layout_of(name) is None]
+        extra = [item.component for item in self.layouts if item.component not in names]
+        if missing or extra:
+            raise ConfigError(f"StorageTier.layouts must name each component once "
+                              f"(missing {missing}, unknown {extra})")
+        for item in self.layouts:
+            if (item.page_size, item.page_hash, item.bigram) != (page_size, page_hash, bigram):
+                raise ConfigError(
+                    f"the {item.component!r} layout has page_size={item.page_size}, "
+                    f"page_hash={item.page_hash!r}, bigram={item.bigram}; the cache has "
+                    f"{page_size}, {page_hash!r}, {bigram}")

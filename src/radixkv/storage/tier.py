@@ -1,0 +1,323 @@
+"""StorageTierController: the shared storage tier (L3) of one cache, below its host tier.
+
+Writes (:mod:`.writes`) follow the host tier's write policy; reads (:mod:`.reads`) start at
+admission (or :meth:`prefetch`), run on the I/O thread into reserved host slots, and join
+the tree as host-only nodes, which the host tier's load-back then brings to the device.
+The scheduler thread blocks on the store only where the wait policy says so. Every method
+is owner-thread only and mutates as it says; the store's failures read as misses (counted
+by the backend, see ``stats().storage``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import wait
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core.hashing import namespace_seed
+from ..core.keys import Namespace
+from ..core.node import Node
+from ..core.tiering import Planned
+from ..core.tiers import PRIMARY
+from ..core.tree import TreeCore
+from ..errors import ConfigError, ConfigTypeError, InvariantError
+from ..tiers.host import HostTierController
+from .backend import StorageBackend
+from .config import StorageTier
+from .reads import Prefetch, Read, query_job
+from .restore import best_cut, needed_pages
+from .rows import PageRows
+from .tier_stats import StorageTierStats
+from .worker import StorageWorker
+from .writes import StorageWrites
+
+if TYPE_CHECKING:
+    from ..cache.config import CacheConfig
+
+COUNTERS = ("prefetches", "queries_answered", "misses", "no_room", "not_attached",
+            "cancelled", "restores", "restored_tokens", "hit_pages")
+"""What the tier counts: prefetches started, queries answered, prefetches dropped (the
+store had no usable page, no host room, the tree could not take them, or a reset/close
+cancelled them), restores and the tokens they added, pages the store said it holds."""
+
+
+class StorageTierController:
+    """The L3 tier of a cache (built by the cache from ``CacheConfig.storage``)."""
+
+    def __init__(self, config: StorageTier, tree: TreeCore, host: HostTierController,
+                 backend: StorageBackend, buffers: Sequence[np.ndarray]) -> None:
+        self.config, self.tree, self.host = config, tree, host
+        self.worker = StorageWorker(backend)
+        self.components = tree.components
+        layouts = [config.layout_of(c.name) for c in self.components]
+        assert all(layout is not None for layout in layouts)
+        self.layouts = [layout for layout in layouts if layout is not None]
+        self.buffers = list(buffers)
+        self.hasher = tree.log.hasher
+        self.page = tree.page_size
+        self.writes = StorageWrites(self.worker, self.components, self.layouts, self.buffers,
+                                    self.hasher, tree.page_bytes, tree.config.bigram)
+        self.pending: dict[tuple[Namespace, str], Prefetch] = {}
+        self.draining: list[tuple[Prefetch, list[np.ndarray]]] = []
+        """Taken prefetches whose reads still run, with the slots to free when they end."""
+        self.restored: set[int] = set()
+        """Nodes that came from L3 (write-back does not write them back)."""
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        if config.write:
+            if host.threshold is None:
+                tree.host_dropping = self._dropping
+            else:
+                host.backed_up = self._backed_up
+
+    # ------------------------------------------------------------------ writes
+
+    def _backed_up(self, planned: Planned) -> None:
+        count = len(self.components)
+        for node, indices in planned:
+            if self.tree.nodes.get(node.id) is node and node.id not in self.restored:
+                for index in indices:
+                    value = node.values[count + index]
+                    if value is not None:
+                        self.writes.queue(node, index, value)
+
+    def _dropping(self, node: Node, index: int, slots: np.ndarray) -> None:
+        if node.id in self.restored:
+            if index == PRIMARY:
+                self.restored.discard(node.id)
+            return
+        self.writes.queue(node, index, slots)
+
+    # ------------------------------------------------------------------ reads
+
+    def prefetch(self, key: bytes, namespace: Namespace) -> Prefetch | None:
+        """Start fetching what L3 may hold of ``key`` beyond what device and host serve,
+        when that is at least the threshold (and a page); the one in flight for the same
+        key if any. Locks the served prefix until taken; backs its path up to the host
+        first where it lacks host copies (restored nodes hang below host values). O(pages)
+        hashes."""
+        unit, page = self.tree.unit, self.page
+        end = len(key) // unit
+        served = self.tree.host_match(key, namespace)
+        start = served.length
+        if end - start < max(self.config.prefetch_threshold, page):
+            return None
+        seed = namespace_seed(namespace, self.hasher)
+        digests = self.hasher.chain(seed, key[: end * unit], self.tree.page_bytes)
+        keys = [layout.keys(digests) for layout in self.layouts]
+        tag = (namespace, keys[PRIMARY][-1])
+        if tag in self.pending:
+            return self.pending[tag]
+        lock = None
+        if served.node is not None:
+            lock = self.tree.lock_match(served)
+            if not self.tree._host_closed(lock.node):
+                self.host.backup([lock.node])
+        record = Prefetch(key[: end * unit], namespace, start, keys, lock, tag)
+        record.query = self.worker.call(query_job(keys, start // page))  # type: ignore[arg-type]
+        self.pending[tag] = record
+        self.counters["prefetches"] += 1
+        return record
+
+    def wait_seconds(self) -> float | None:
+        """How long an admission waits for its prefetch under the wait policy."""
+        policy = self.config.wait_policy
+        if policy == "best_effort":
+            return 0.0
+        return None if policy == "wait_complete" else float(self.config.timeout_s)
+
+    def take(self, record: Prefetch, timeout: float | None) -> None:
+        """Wait up to ``timeout`` seconds (``None``: until complete) for ``record``, then
+        attach what arrived; a prefetch whose query has not answered by then stays in
+        flight (a later poll or admit takes it)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while record.tag in self.pending:
+            self._advance(record)
+            running = [future for future in record.futures() if not future.done()]
+            left = None if deadline is None else deadline - time.monotonic()
+            if record.tag not in self.pending or not running or (left is not None and left <= 0):
+                break
+            wait(running, left)
+        if record.tag in self.pending and record.cut is not None:
+            if self._above_backing_up(record):
+                if timeout == 0:
+                    return  # the path's host backup has not landed: a later poll attaches
+                self.host.settle_backups()
+            self._finish(record)
+
+    def _above_backing_up(self, record: Prefetch) -> bool:
+        """Whether the host backup of the prefix above the restore is still in flight."""
+        return record.lock is not None and self.tree.backing_up_above(record.lock.node)
+
+    def poll(self) -> None:
+        """Advance every prefetch (a query answered: reserve and read; reads done: attach),
+        free the slots of finished leftovers, submit queued writes, count landed ones."""
+        for record in list(self.pending.values()):
+            self._advance(record)
+            if record.tag in self.pending and record.cut is not None and record.settled() \
+                    and not self._above_backing_up(record):
+                self._finish(record)
+        self._drain(block=False)
+        self.writes.flush()
+        self.writes.collect()
+
+    def _advance(self, record: Prefetch) -> None:
+        """A prefetch whose query answered: plan the cut, reserve host slots, start reads."""
+        if record.cut is not None or record.query is None or not record.query.done():
+            return
+        self.counters["queries_answered"] += 1
+        flags = record.query.result()
+        page, start = self.page, record.start
+        cut = best_cut(self.components, start, start + len(flags[PRIMARY]) * page, page, flags)
+        if cut is None:
+            return self._drop(record, "misses", [])
+        spans = [needed_pages(c, start, cut, page) for c in self.components]
+        sizes = [(high - low) * (page if c.per_token else 1)
+                 for c, (low, high) in zip(self.components, spans)]
+        slots = self.host.reserve(sizes)
+        if slots is None:
+            return self._drop(record, "no_room", [])
+        record.cut, record.slots = cut, slots
+        self.counters["hit_pages"] += sum(high - low for low, high in spans)
+        self._start_reads(record, spans)
+
+    def _start_reads(self, record: Prefetch, spans: list[tuple[int, int]]) -> None:
+        batch = self.worker.backend.max_batch
+        for index, (low, high) in enumerate(spans):
+            rows = self.page if self.components[index].per_token else 1
+            table = record.slots[index].reshape(high - low, rows)
+            for first in range(0, high - low, batch):
+                pages = min(batch, high - low - first)
+                part = PageRows(self.buffers[index], table[first : first + pages])
+                future = self.worker.get_into(record.keys[index][low + first :
+                                                                 low + first + pages], part)
+                record.reads.append(Read(index, first, pages, future))
+
+    def _finish(self, record: Prefetch) -> None:
+        """Attach what arrived of a planned prefetch; free or park the rest of its slots."""
+        assert record.cut is not None
+        page, start = self.page, record.start
+        arrived = record.arrived(self.components, page)
+        cut = best_cut(self.components, start, record.cut, page, arrived)
+        if cut is None:
+            return self._drop(record, "misses", record.slots)
+        runs, used = [], []
+        for component, slots in zip(self.components, record.slots):
+            low, high = needed_pages(component, start, cut, page)
+            planned_low = needed_pages(component, start, record.cut, page)[0]
+            rows = page if component.per_token else 1
+            part = slots[(low - planned_low) * rows : (high - planned_low) * rows]
+            runs.append((low * page if component.per_token else cut, part))
+            used.append(part)
+        attached = self.tree.attach_host(record.key[: cut * self.tree.unit], record.namespace,
+                                         runs)
+        if not attached.nodes:
+            self.counters["not_attached"] += 1
+        self.counters["restores"] += bool(attached.nodes)
+        self.counters["restored_tokens"] += sum(node.length for node in attached.nodes)
+        self.restored.update(node.id for node in attached.nodes)
+        leftover = [np.setdiff1d(slots, np.setdiff1d(part, unused if unused is not None
+                                                     else part[:0]))
+                    for slots, part, unused in zip(record.slots, used, attached.unused)]
+        self._close(record, leftover)
+
+    def _drop(self, record: Prefetch, reason: str, slots: list[np.ndarray]) -> None:
+        self.counters[reason] += 1
+        self._close(record, slots)
+
+    def _close(self, record: Prefetch, leftover: list[np.ndarray]) -> None:
+        del self.pending[record.tag]
+        if record.lock is not None:
+            self.tree.unlock(record.lock)
+            record.lock = None
+        if leftover:
+            self.draining.append((record, leftover))
+        self._drain(block=False)
+
+    def _drain(self, block: bool) -> None:
+        still = []
+        for record, leftover in self.draining:
+            if block:
+                wait(record.futures())
+            if record.settled():
+                self.host.free_host(leftover)
+            else:
+                still.append((record, leftover))
+        self.draining = still
+
+    # ------------------------------------------------------------------ housekeeping
+
+    def stats(self) -> StorageTierStats:
+        """A snapshot of the counters (plain reads: see ``PrefixCache.stats``)."""
+        c, w = self.counters, self.writes
+        return StorageTierStats(
+            prefetches=c["prefetches"], lookups=c["queries_answered"],
+            hit_pages=c["hit_pages"], misses=c["misses"], no_room=c["no_room"],
+            not_attached=c["not_attached"], cancelled=c["cancelled"], restores=c["restores"],
+            restored_tokens=c["restored_tokens"], prefetches_in_flight=len(self.pending),
+            queued_pages=w.queued_pages, written_pages=w.written_pages,
+            failed_pages=w.failed_pages, backend=self.worker.stats())
+
+    def check(self) -> None:
+        """Raise :class:`InvariantError` unless every prefetch in flight still holds its
+        lock and its reserved slots match its plan."""
+        for record in self.pending.values():
+            if record.lock is not None:
+                self.tree.check_receipt(record.lock)
+            if record.cut is None and record.slots:
+                raise InvariantError(f"prefetch of {record.tag} holds slots before its plan")
+
+    def reserved(self) -> list[np.ndarray]:
+        """Per component, the host slots reserved by prefetches (in flight or draining)."""
+        parts: list[list[np.ndarray]] = [[] for _ in self.components]
+        for record in self.pending.values():
+            for index, slots in enumerate(record.slots):
+                parts[index].append(slots)
+        for _record, leftover in self.draining:
+            for index, slots in enumerate(leftover):
+                parts[index].append(slots)
+        return [np.concatenate(p) if p else np.zeros(0, np.int64) for p in parts]
+
+    def settle(self) -> None:
+        """Wait for every job of the I/O thread; prefetches are dropped (their slots freed),
+        writes submitted and counted."""
+        for record in list(self.pending.values()):
+            wait(record.futures())
+            self._drop(record, "cancelled", record.slots)
+        self._drain(block=True)
+        self.writes.flush()
+        self.writes.collect(block=True)
+
+    def reset(self) -> None:
+        """Settle, then forget (the caller resets the tree and the host pools)."""
+        self.settle()
+        self.restored.clear()
+
+    def close(self) -> None:
+        """Settle, unhook from the tree and host tier, stop the I/O thread and close the
+        store."""
+        self.settle()
+        self.tree.host_dropping = None
+        self.host.backed_up = None
+        self.worker.close()
+
+
+def storage_tier(config: CacheConfig, tree: TreeCore, host: HostTierController | None,
+                  backend: StorageBackend | None) -> StorageTierController:
+    """The L3 controller, once config, store and the engine's host buffers agree."""
+    if config.storage is None or backend is None:
+        raise ConfigError("a storage tier needs both CacheConfig.storage and a storage "
+                          "backend (PrefixCache(config, copy_engine, storage=backend))")
+    if not isinstance(backend, StorageBackend):
+        raise ConfigTypeError(f"storage must be a StorageBackend, got {type(backend).__name__}")
+    assert host is not None  # CacheConfig checked it
+    buffers = []
+    for name in config.names:
+        buffer = host.engine.host_buffer(name)
+        if buffer is None:
+            raise ConfigError(f"the copy engine exposes no host buffer for {name!r}: L3 pages "
+                              "are read and written there (NumpyCopyEngine.register)")
+        buffers.append(buffer)
+    return StorageTierController(config.storage, tree, host, backend, buffers)
