@@ -29,11 +29,14 @@ class Polling(Lifecycle):
 
     def wait(self, lease: Lease | None = None) -> list[Lease]:
         """Block until ``lease`` is ready (or failed), or with no lease until no copy is in
-        flight; returns what :meth:`poll` would. Raises :class:`LeaseError` for a lease
+        flight (with a storage tier, every L3 prefetch complete and attached first);
+        returns what :meth:`poll` would. Raises :class:`LeaseError` for a lease
         this cache does not hold."""
         if self.host is None:
             return []
         if lease is None:
+            if self.storage is not None:
+                self.storage.complete()
             tickets = list(self.host.records)
         else:
             self._check_active(lease)

@@ -147,6 +147,11 @@ class StorageTierController:
                 self.host.settle_backups()
             self._finish(record)
 
+    def complete(self) -> None:
+        """Take every prefetch in flight, waiting for it to complete."""
+        for record in list(self.pending.values()):
+            self.take(record, None)
+
     def _above_backing_up(self, record: Prefetch) -> bool:
         """Whether the host backup of the prefix above the restore is still in flight."""
         return record.lock is not None and self.tree.backing_up_above(record.lock.node)
