@@ -1,4 +1,5 @@
-"""The cache of one exactness run: component specs for a combination, matched to a model.
+"""The cache of one exactness run: component specs for a combination, matched to a model,
+with its host tier and storage tier (L3).
 
 Every windowed component gets the model's window (``SlidingWindow(window=W)`` for ``"swa"``
 layers, ``ChunkedLocal(chunk=C)`` for ``"chunked"`` layers) unless a run asks for another one
@@ -7,13 +8,14 @@ on purpose (to see a FAIL); pools are rounded up to whole pages.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..cache import CacheConfig
 from ..components import ChunkedLocal, ComponentSpec, FullAttention, Mamba, SlidingWindow
 from ..errors import ConfigError
 from ..tiers import HostTier
 from .config import ModelConfig
+from .storage import L3Settings, storage_tier
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,9 @@ class CacheSizes:
     (``None``: ``max(8, page size)``; rounded up to whole pages). ``window`` / ``chunk``: the
     cache's SWA window and local-attention chunk (``None``: the model's). ``host_capacity``:
     host slots of every per-token component (rounded up to whole pages; ``None``: no host
-    tier), ``host_states``: host MAMBA states, ``write_policy``: the host tier's."""
+    tier), ``host_states``: host MAMBA states, ``write_policy``: the host tier's.
+    ``storage``: the storage tier (``None``: none; needs a host tier), whose layouts
+    follow from the model (:mod:`radixkv.model.storage`)."""
 
     capacity: int = 384
     swa_capacity: int = 256
@@ -37,6 +41,7 @@ class CacheSizes:
     host_capacity: int | None = None
     host_states: int = 0
     write_policy: str = "write_through"
+    storage: L3Settings | None = None
 
 
 def _round_up(value: int, page: int) -> int:
@@ -67,5 +72,9 @@ def cache_config(combo: tuple[str, ...], page: int, model: ModelConfig,
     host = None if sizes.host_capacity is None else HostTier(
         capacity=_round_up(sizes.host_capacity, page), states=sizes.host_states,
         write_policy=sizes.write_policy)
-    return CacheConfig(capacity=_round_up(sizes.capacity, page), page_size=page,
-                       policy=sizes.policy, components=specs, host=host)
+    config = CacheConfig(capacity=_round_up(sizes.capacity, page), page_size=page,
+                         policy=sizes.policy, components=specs, host=host)
+    if sizes.storage is None:
+        return config
+    return replace(config, storage=storage_tier(model, config, sizes.storage))
+

@@ -39,10 +39,9 @@ import numpy as np
 from ..cache import Lease, LeaseState, PrefixCache
 from ..components import Mamba
 from ..errors import ConfigError, OutOfSlotsError
-from .config import LAYER_COMPONENTS
 from .decoder import Decoder, TokenSlots
 from .host import attach_host
-from .memory import Memory, PoolSizes
+from .memory import Memory, engine_memory, sources, state_component
 from .requests import RequestRecord, RequestSpec, check_workload, resolve_prompt
 
 Progress = Callable[[int, int], None]
@@ -55,7 +54,10 @@ class EngineStats:
     the slots the cache lent for its component (the engine then reads slot 0 there, like a
     stale page-table entry; never happens when the cache keeps its window promise).
     ``load_waits``: scheduler steps a running request skipped waiting for its load-back;
-    ``failed_loads``: admissions whose load-back failed (the request was admitted again)."""
+    ``failed_loads``: admissions whose load-back failed (the request was admitted again);
+    ``storage_waits``: times the pools were short with nothing else running (nothing to
+    preempt) and the engine waited for the L3 prefetches in flight, which pin the
+    prefixes they restore below, before trying again."""
 
     admitted: int = 0
     preemptions: int = 0
@@ -64,6 +66,7 @@ class EngineStats:
     window_misses: int = 0
     load_waits: int = 0
     failed_loads: int = 0
+    storage_waits: int = 0
 
 
 class _Running:
@@ -84,44 +87,29 @@ class Engine:
     """The reference engine over one decoder and one cache (see the module docstring)."""
 
     def __init__(
-        self, decoder: Decoder, cache: PrefixCache, *, chunk: int = 32, max_running: int = 4
+        self, decoder: Decoder, cache: PrefixCache, *, chunk: int = 32, max_running: int = 4,
+        memory: Memory | None = None,
     ) -> None:
         if chunk < 1 or max_running < 1:
             raise ConfigError("chunk and max_running must be >= 1")
         config, model = cache.config, decoder.config
         self.decoder, self.cache, self.model = decoder, cache, model
         self.chunk, self.max_running = chunk, max_running
-        self.sources = self._sources(cache)
+        self.sources = sources(model, config)
         """The cache component whose slots each attention layer kind reads."""
         self.per_token = {side.component.name: side.per_token for side in cache.sides}
         self.windowed = any(spec.windowed for spec in config.specs)
-        state = config.spec(LAYER_COMPONENTS["ssm"])
-        if "ssm" in model.layers and state is None:
-            raise ConfigError("a model with SSM layers needs a cache with the "
-                              f"{LAYER_COMPONENTS['ssm']!r} component")
-        self.interval = state.track_interval if isinstance(state, Mamba) else None
-        self.memory = self._memory(cache, None if state is None else state.name)
-        self.host_buffers = attach_host(cache, self.memory, None if state is None
-                                        else state.name)
+        state = state_component(model, config)
+        spec = None if state is None else config.spec(state)
+        self.interval = spec.track_interval if isinstance(spec, Mamba) else None
+        self.memory = engine_memory(model, config) if memory is None else memory
+        """The device buffers (given when a storage tier needed them before the cache)."""
+        self.host_buffers = attach_host(cache, self.memory, state)
         """The host buffers the copy engine moves rows to and from, by component name."""
         self.load_back = cache.host is not None
         self.stats = EngineStats()
         self._attempts: dict[int, int] = {}
         self._paused = False
-
-    def _sources(self, cache: PrefixCache) -> dict[str, str]:
-        """Per attention layer kind, its component if the cache has it, else the primary."""
-        names = cache.config.names
-        primary = next(spec.name for spec in cache.config.specs if spec.primary)
-        return {kind: LAYER_COMPONENTS[kind] if LAYER_COMPONENTS[kind] in names else primary
-                for kind in self.model.attention_kinds}
-
-    def _memory(self, cache: PrefixCache, state: str | None) -> Memory:
-        """Pools as large as the slot pools of the components the layers read."""
-        shapes = dict(cache.config.pool_shapes())
-        kv = {kind: shapes[name].capacity for kind, name in self.sources.items()}
-        states = 0 if state is None else shapes[state].capacity
-        return Memory(self.model, PoolSizes(kv, states, shared=self.sources))
 
     # ------------------------------------------------------------------ scheduling
 
@@ -157,7 +145,7 @@ class Engine:
             if spec.parent is not None and spec.parent not in done:
                 continue
             try:
-                run = self._start(spec, resolve_prompt(spec, done))
+                run = self._start_or_wait(spec, resolve_prompt(spec, done), running)
             except OutOfSlotsError:
                 if not running:
                     raise
@@ -165,6 +153,28 @@ class Engine:
             pending.remove(spec)
             running.append(run)
         self.stats.peak_running = max(self.stats.peak_running, len(running))
+
+    def _start_or_wait(self, spec: RequestSpec, prompt: tuple[int, ...],
+                       running: list[_Running]) -> _Running:
+        """Start ``spec``; when nothing runs and the pools are short only because L3
+        prefetches in flight pin their prefixes, wait for them and try once more."""
+        try:
+            return self._start(spec, prompt)
+        except OutOfSlotsError:
+            if running or not self._wait_for_storage():
+                raise
+        return self._start(spec, prompt)
+
+    def _wait_for_storage(self) -> bool:
+        """Wait for the L3 prefetches in flight, if any (whether there were). Called only
+        when at most one request runs, whose lease is ready: no lease the engine holds
+        changes state in the wait."""
+        storage = self.cache.storage
+        if storage is None or not storage.pending:
+            return False
+        self.stats.storage_waits += 1
+        self.cache.wait()
+        return True
 
     def _poll(self, running: list[_Running], pending: list[RequestSpec]) -> None:
         """Apply the copies the cache's host tier acknowledged: start the requests whose
@@ -194,6 +204,8 @@ class Engine:
             finished = self._advance(run)
         except OutOfSlotsError:
             if len(running) == 1:
+                if self._wait_for_storage():
+                    return False  # the next tick tries again
                 raise
             self.cache.abort(run.lease)
             running.remove(run)

@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cache import CacheConfig, PrefixCache
+from ..storage import StorageBackend, StorageTierStats
 from ..tiers import NumpyCopyConfig, NumpyCopyEngine
 from ..tiers.stats import HostStats
 from .engine import Engine, EngineStats, Progress
+from .host import register_buffers
+from .memory import Memory, engine_memory, state_component
 from .reference import Reference
 from .requests import RequestRecord, RequestSpec
 
@@ -78,6 +81,7 @@ class VerifyReport:
     reused_tokens: int
     hit_tokens: int = 0
     host: HostStats | None = None
+    storage: StorageTierStats | None = None
 
     @property
     def passed(self) -> bool:
@@ -94,6 +98,13 @@ class VerifyReport:
         if self.host is None or not self.hit_tokens:
             return 0.0
         return self.host.host_hit_tokens / self.hit_tokens
+
+    @property
+    def storage_share(self) -> float:
+        """Share of prompt tokens restored from the storage tier (L3)."""
+        if self.storage is None or not self.prompt_tokens:
+            return 0.0
+        return self.storage.restored_tokens / self.prompt_tokens
 
 
 def compare(record: RequestRecord, reference: Reference) -> Mismatch | None:
@@ -160,6 +171,7 @@ def verify(
     progress: Progress | None = None,
     copies: NumpyCopyConfig | None = None,
     copy_engine: type[NumpyCopyEngine] = NumpyCopyEngine,
+    storage: StorageBackend | None = None,
 ) -> VerifyReport:
     """Run ``specs`` with a fresh cache of ``cache_config`` and check them against the
     uncached runs of ``reference``'s decoder; audits the cache (``check_invariants``) each
@@ -167,9 +179,35 @@ def verify(
     ``progress`` sees the cached run's requests finish, then their comparisons, out of
     twice the number of requests. With a host tier in ``cache_config``, the cache moves
     the engine's KV through a ``copy_engine`` (a subclass may be a broken one) built with
-    ``copies`` (default: every copy lands at the next poll)."""
-    cache = PrefixCache(cache_config, copy_engine(copies))
-    runner = engine(reference.decoder, cache, chunk=chunk, max_running=max_running)
+    ``copies`` (default: every copy lands at the next poll). With a storage tier, the
+    cache reads and writes L3 pages in ``storage`` (the engine's host buffers are
+    registered before the cache is built); the cache is closed at the end, which waits
+    for its writes and closes ``storage``. Raises :class:`ConfigError` when the storage
+    tier and ``storage`` are not both given."""
+    cache, memory = _cache(reference, cache_config, copy_engine(copies), storage)
+    try:
+        runner = engine(reference.decoder, cache, chunk=chunk, max_running=max_running,
+                        memory=memory)
+        return _run(runner, specs, reference, progress)
+    finally:
+        cache.close()
+
+
+def _cache(reference: Reference, config: CacheConfig, copier: NumpyCopyEngine,
+           storage: StorageBackend | None) -> tuple[PrefixCache, Memory | None]:
+    """The cache of a run; with a storage tier, also the engine's device buffers, whose
+    host buffers the copy engine must expose before the cache is built."""
+    if config.storage is None or storage is None:
+        return PrefixCache(config, copier, storage=storage), None
+    model = reference.decoder.config
+    memory = engine_memory(model, config)
+    register_buffers(copier, config, memory, state_component(model, config))
+    return PrefixCache(config, copier, storage=storage), memory
+
+
+def _run(runner: Engine, specs: Sequence[RequestSpec], reference: Reference,
+         progress: Progress | None) -> VerifyReport:
+    cache = runner.cache
     total = 2 * len(specs)
     peak = dict.fromkeys(tombstones(cache), 0)
 
@@ -185,10 +223,12 @@ def verify(
             progress(len(specs) + done, total)
 
     records = runner.run(specs, ran)
+    if cache.storage is not None:
+        cache.storage.settle()  # every write landed: the stats count them
     cache.check_invariants()
     final = cache.stats()
     stats = final.components
-    names = cache_config.names
+    names = cache.config.names
     return VerifyReport(
         groups=verdicts(records, reference, checked),
         reused=_reused(records, names),
@@ -201,4 +241,5 @@ def verify(
         reused_tokens=sum(record.reused for record in records),
         hit_tokens=final.hit_tokens,
         host=final.host,
+        storage=final.storage,
     )

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import ATTENTION_KINDS, ModelConfig
+from ..cache import CacheConfig
+from ..errors import ConfigError
+from .config import ATTENTION_KINDS, LAYER_COMPONENTS, ModelConfig
 
 STATE_BUFFER = "ssm"
 """The name of the state buffer in :attr:`Memory.buffers`."""
@@ -111,3 +113,32 @@ class Memory:
     def scratch(cls, config: ModelConfig, num_tokens: int) -> Memory:
         """Pools for one sequence run from scratch: one slot per token, one state."""
         return cls(config, PoolSizes.uniform(num_tokens, states=1))
+
+
+def sources(model: ModelConfig, config: CacheConfig) -> dict[str, str]:
+    """Per attention layer kind of ``model``, the cache component whose slots its layers
+    read: its own component if ``config`` has it, else the primary."""
+    primary = next(spec.name for spec in config.specs if spec.primary)
+    return {kind: LAYER_COMPONENTS[kind] if LAYER_COMPONENTS[kind] in config.names else primary
+            for kind in model.attention_kinds}
+
+
+def state_component(model: ModelConfig, config: CacheConfig) -> str | None:
+    """The cache component holding the SSM layers' states, if ``config`` has it; raises
+    :class:`ConfigError` when ``model`` has SSM layers and ``config`` lacks it."""
+    state = config.spec(LAYER_COMPONENTS["ssm"])
+    if "ssm" in model.layers and state is None:
+        raise ConfigError("a model with SSM layers needs a cache with the "
+                          f"{LAYER_COMPONENTS['ssm']!r} component")
+    return None if state is None else state.name
+
+
+def engine_memory(model: ModelConfig, config: CacheConfig) -> Memory:
+    """Device buffers for ``model`` over a cache of ``config``: pools as large as the slot
+    pools of the components the layers read."""
+    shapes = dict(config.pool_shapes())
+    kv = {kind: shapes[name].capacity for kind, name in sources(model, config).items()}
+    state = state_component(model, config)
+    states = 0 if state is None else shapes[state].capacity
+    return Memory(model, PoolSizes(kv, states, shared=sources(model, config)))
+
