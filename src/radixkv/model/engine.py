@@ -260,12 +260,13 @@ class Engine:
 
     def _decode(self, run: _Running) -> bool:
         token = int(np.argmax(run.record.logits[-1]))
-        run.record.outputs.append(token)
-        if len(run.record.outputs) == run.record.spec.decode:
+        if len(run.record.outputs) + 1 == run.record.spec.decode:
+            run.record.outputs.append(token)
             return True
         if self.windowed:
             self.cache.slide_window(run.lease)
-        self.cache.extend(run.lease, [token])
+        self.cache.extend(run.lease, [token])  # may raise: the step is then tried again
+        run.record.outputs.append(token)
         run.sequence.append(token)
         if self._compute(run, len(run.sequence) - 1):
             self._commit(run, run.computed)
