@@ -110,6 +110,7 @@ class Engine:
         self.stats = EngineStats()
         self._attempts: dict[int, int] = {}
         self._paused = False
+        self._prefetched: set[int] = set()
 
     # ------------------------------------------------------------------ scheduling
 
@@ -121,8 +122,9 @@ class Engine:
         check_workload(specs)
         pending, running = list(specs), list[_Running]()
         done: dict[int, RequestRecord] = {}
-        self._attempts, self._paused = {}, False
+        self._attempts, self._paused, self._prefetched = {}, False, set()
         while pending or running:
+            self._prefetch(pending, done)
             self._admit(pending, running, done)
             if not running:  # cannot happen: check_workload orders parents first
                 raise RuntimeError("no pending request can be admitted")
@@ -135,6 +137,19 @@ class Engine:
                     if progress is not None:
                         progress(len(done), len(specs))
         return [done[spec.rid] for spec in specs]
+
+    def _prefetch(self, pending: list[RequestSpec], done: dict[int, RequestRecord]) -> None:
+        """With a storage tier, start the L3 fetch of the next ``max_running`` requests
+        that could be admitted, once each (as a scheduler does when a request arrives),
+        so that a best-effort admission later finds what arrived meanwhile."""
+        if self.cache.storage is None:
+            return
+        ready = [spec for spec in pending if spec.parent is None or spec.parent in done]
+        for spec in ready[: self.max_running]:
+            if spec.rid not in self._prefetched:
+                self._prefetched.add(spec.rid)
+                prompt = resolve_prompt(spec, done)
+                self.cache.prefetch(prompt[:-1])  # admission reuses all but the last token
 
     def _admit(
         self, pending: list[RequestSpec], running: list[_Running], done: dict[int, RequestRecord]
@@ -149,6 +164,8 @@ class Engine:
             except OutOfSlotsError:
                 if not running:
                     raise
+                # each attempt asks the store again: with L3, wait for a finish first
+                self._paused = self.cache.storage is not None
                 break
             pending.remove(spec)
             running.append(run)
