@@ -10,6 +10,7 @@ and host serve.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,11 +20,12 @@ import pytest
 
 from radixkv import CacheConfig
 from radixkv.model import Engine, ModelConfig, Reference, RequestSpec, VerifyReport, verify
+from radixkv.model.caches import CacheSizes, cache_config
 from radixkv.model.storage import L3Settings
 from radixkv.storage import FileStorage, FileStorageConfig, StorageBackend, restore, tier
 
 from .host_support import host_workload
-from .support import small_cache
+from .support import model_reference
 
 DEVICE = 128
 HOST = 256
@@ -37,17 +39,21 @@ TIMEOUT_S = 0.001
 
 
 def storage_cache(combo: tuple[str, ...], page: int, write_policy: str = "write_through",
-                  wait_policy: str = "wait_complete", model: str | None = None,
-                  **sizes: Any) -> CacheConfig:
-    """A cache for ``combo`` with the tiny device and host pools above and an L3."""
+                  wait_policy: str = "wait_complete", name: str | None = None,
+                  model: ModelConfig | None = None, **sizes: Any) -> CacheConfig:
+    """A cache for ``combo`` with the tiny device and host pools above and an L3 whose
+    layouts describe ``model``'s rows (default: the tests' model of ``combo``) under the
+    model id ``name`` (``None``: derived from ``model``, weights included)."""
     settings: dict[str, Any] = {
         "capacity": DEVICE, "swa_capacity": DEVICE, "chunked_capacity": DEVICE,
         "states": DEVICE_STATES, "host_capacity": HOST, "host_states": HOST_STATES,
-        "write_policy": write_policy,
-        "storage": L3Settings(prefetch_threshold=THRESHOLD, wait_policy=wait_policy,
-                              timeout_s=TIMEOUT_S, model=model)}
+        "write_policy": write_policy, "storage": L3Settings(
+            prefetch_threshold=THRESHOLD, wait_policy=wait_policy, timeout_s=TIMEOUT_S,
+            model=name)}
     settings.update(sizes)
-    return small_cache(combo, page, **settings)
+    if model is None:
+        model = model_reference(combo).decoder.config
+    return cache_config(combo, page, model, CacheSizes(**settings))
 
 
 def file_store(folder: Path) -> FileStorage:
@@ -70,6 +76,37 @@ def other_model(model: ModelConfig) -> ModelConfig:
     """The same architecture with other weights (another seed)."""
     return ModelConfig(layers=model.layers, window=model.window, chunk=model.chunk,
                        seed=model.seed + 1)
+
+
+class LossyStorage(FileStorage):
+    """A store under memory pressure: it silently keeps only some pages (a key whose CRC
+    is a multiple of 3 is dropped at put), so one component's page may be missing where
+    another's is there, as a Redis with a ``maxmemory`` policy evicts keys one by one.
+    Not a fault: a correct hit rule restores only cuts every component can serve."""
+
+    def _write(self, keys: list[str], blobs: list[bytes]) -> list[str | None]:
+        kept = [index for index, key in enumerate(keys) if zlib.crc32(key.encode()) % 3]
+        written = super()._write([keys[i] for i in kept], [blobs[i] for i in kept])
+        result: list[str | None] = [None] * len(keys)
+        for index, outcome in zip(kept, written):
+            result[index] = outcome
+        return result
+
+
+class RecordingStorage(FileStorage):
+    """A FileStorage that remembers every key it was asked to read (on the I/O thread)."""
+
+    def __init__(self, config: FileStorageConfig) -> None:
+        super().__init__(config)
+        self.read_keys: list[str] = []
+
+    def _read(self, keys: list[str], size: int) -> list[bytes | str | None]:
+        self.read_keys.extend(keys)
+        return super()._read(keys, size)
+
+
+def lossy_store(folder: Path) -> LossyStorage:
+    return LossyStorage(FileStorageConfig(root=folder))
 
 
 # ---------------------------------------------------------------------- broken variants
