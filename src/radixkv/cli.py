@@ -109,9 +109,12 @@ def _add_verify(parser: argparse.ArgumentParser) -> None:
     _add_ints(cache, _CACHE_INTS)
     cache.add_argument("--policy", default="lru", help="eviction policy")
     _add_host(parser.add_argument_group("host tier (off unless --host-capacity is given)"))
+    _add_storage(parser.add_argument_group(
+        "storage tier, L3 (off unless --storage-dir is given; needs --host-capacity)"))
 
 
 _WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
+_WAIT_POLICIES = ("best_effort", "wait_complete", "timeout")
 
 
 def _add_host(host: argparse._ArgumentGroup) -> None:
@@ -129,6 +132,16 @@ def _add_host(host: argparse._ArgumentGroup) -> None:
                       help="seed of the copy delays and failures")
     host.add_argument("--copy-failures", type=_share, default=0.0, metavar="F",
                       help="share of copy batches that fail (in [0, 1])")
+
+
+def _add_storage(storage: argparse._ArgumentGroup) -> None:
+    storage.add_argument("--storage-dir", default=None, metavar="PATH",
+                         help="a FileStorage directory the cache writes its pages to and "
+                         "restores prefixes from (engines sharing it share pages)")
+    storage.add_argument("--wait-policy", choices=_WAIT_POLICIES, default="wait_complete",
+                         help="how long admission waits for an L3 prefetch")
+    storage.add_argument("--prefetch-threshold", type=_at_least(0), default=32, metavar="N",
+                         help="tokens L3 must add to device and host before it is read")
 
 
 def _share(text: str) -> float:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
 from ..cache import CacheConfig
 from ..errors import OutOfSlotsError, RadixKVError
+from ..storage import FileStorage, FileStorageConfig
 from ..tiers import NumpyCopyConfig
 from .caches import CacheSizes
 from .caches import cache_config as build_cache
@@ -27,6 +29,7 @@ from .harness import VerifyReport, verify
 from .reference import Reference, shared_reference
 from .report import ProgressBar, group_lines, summary_lines
 from .requests import RequestSpec
+from .storage import L3Settings
 from .workload import WorkloadConfig, build
 
 COMBOS = {"+".join(combo): combo for combo in DEFAULT_LAYERS}
@@ -50,8 +53,23 @@ def cache_config(args: argparse.Namespace, combo: tuple[str, ...], page: int,
                        track_interval=args.track_interval or None, window=args.cache_window,
                        chunk=args.cache_chunk, policy=args.policy,
                        host_capacity=args.host_capacity, host_states=_host_states(args),
-                       write_policy=args.write_policy)
+                       write_policy=args.write_policy, storage=_storage(args))
     return build_cache(combo, page, model, sizes)
+
+
+def _storage(args: argparse.Namespace) -> L3Settings | None:
+    if args.storage_dir is None:
+        return None
+    return L3Settings(prefetch_threshold=args.prefetch_threshold, wait_policy=args.wait_policy)
+
+
+def _store(args: argparse.Namespace, combo: tuple[str, ...], page: int) -> FileStorage | None:
+    """The run's FileStorage: a folder per combination and page size under
+    ``--storage-dir`` (their layouts differ anyway; the folders keep them apart to read)."""
+    if args.storage_dir is None:
+        return None
+    folder = Path(args.storage_dir) / f"{'+'.join(combo)}-page{page}"
+    return FileStorage(FileStorageConfig(root=folder))
 
 
 def _host_states(args: argparse.Namespace) -> int:
@@ -100,10 +118,10 @@ def _host_header(config: CacheConfig) -> str:
 
 
 def _run_one(args: argparse.Namespace, reference: Reference, config: CacheConfig,
-             specs: list[RequestSpec], err: TextIO) -> VerifyReport:
+             specs: list[RequestSpec], err: TextIO, store: FileStorage | None) -> VerifyReport:
     bar = ProgressBar(err, "  ", enabled=args.progress)
     return verify(reference, config, specs, chunk=args.chunk, max_running=args.max_running,
-                  progress=bar, copies=copies(args))
+                  progress=bar, copies=copies(args), storage=store)
 
 
 Sink = Callable[[tuple[str, ...], int, CacheConfig, VerifyReport], None]
@@ -119,7 +137,7 @@ def _run_combo(args: argparse.Namespace, combo: tuple[str, ...], specs: list[Req
     for page in args.page_size:
         config = cache_config(args, combo, page, model)
         print(_header(combo, page, model, config), file=out, flush=True)
-        report = _run_one(args, reference, config, specs, err)
+        report = _run_one(args, reference, config, specs, err, _store(args, combo, page))
         lines = group_lines(report.groups, details=True) + summary_lines(report)
         print("\n".join(lines), file=out, flush=True)
         outcomes.append(report.passed)

@@ -76,6 +76,8 @@ def summary_lines(report: VerifyReport) -> list[str]:
     ]
     if report.host is not None:
         lines.extend(host_lines(report))
+    if report.storage is not None:
+        lines.append(storage_line(report))
     if report.tombstones:
         peaks = " · ".join(f"{name} {count} nodes" for name, count in report.tombstones.items())
         lines.append(f"  tombstones (most at once): {peaks}")
@@ -114,3 +116,13 @@ def host_lines(report: VerifyReport) -> list[str]:
         f"{host.failed_backups + host.failed_loads} failed, {engine.failed_loads} requests "
         f"readmitted, {engine.load_waits} steps waited",
     ]
+
+
+def storage_line(report: VerifyReport) -> str:
+    """What the storage tier (L3) restored and wrote, for a run with one."""
+    storage = report.storage
+    assert storage is not None
+    return (f"  storage tier: restored {storage.restored_tokens} prompt tokens "
+            f"({report.storage_share:.0%}) in {storage.restores} restores of "
+            f"{storage.prefetches} prefetches · wrote {storage.written_pages} pages, "
+            f"{storage.faults} faults")
