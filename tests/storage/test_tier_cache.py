@@ -168,3 +168,24 @@ def test_layouts_must_fit_the_cache() -> None:
                     host=HostTier(capacity=64), storage=StorageTier(layouts=layouts(("full",))))
     with pytest.raises(ConfigError, match="wait policy"):
         StorageTier(layouts=layouts(("full",)), wait_policy="eventually")
+
+
+def test_a_tenant_never_reads_another_tenants_pages(tmp_path: Path) -> None:
+    first = engine(store(tmp_path), wait_policy="wait_complete")
+    lease = first.cache.admit(PROMPT, ("tenant-a", None), load_back=True)
+    first.cache.finish(lease)
+    first.cache.poll()
+    closed(first)
+    second = engine(store(tmp_path), wait_policy="wait_complete")
+    other = second.cache.admit(PROMPT, ("tenant-b", None), load_back=True)
+    second.audited()
+    assert other.cached_length == 0
+    second.cache.abort(other)
+    same = second.cache.admit(PROMPT, ("tenant-a", None), load_back=True)
+    second.audited()
+    assert same.cached_length == 64
+    second.cache.wait(same)
+    second.cache.finish(same)
+    stats = second.cache.stats().storage
+    assert stats is not None and (stats.misses, stats.restores) == (1, 1)
+    closed(second)
