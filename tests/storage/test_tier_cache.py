@@ -10,6 +10,7 @@ import pytest
 
 from radixkv import BlockStored, CacheConfig, HostTier, NumpyCopyEngine, PrefixCache, StorageTier
 from radixkv.errors import ConfigError
+from radixkv.metrics import StatsLogger
 from radixkv.storage import STORAGE_MEDIUM, FileStorage, FileStorageConfig
 
 from .tier_support import PAGE, Engine, engine, kv_of, layouts, serve
@@ -188,4 +189,17 @@ def test_a_tenant_never_reads_another_tenants_pages(tmp_path: Path) -> None:
     second.cache.finish(same)
     stats = second.cache.stats().storage
     assert stats is not None and (stats.misses, stats.restores) == (1, 1)
+    closed(second)
+
+
+def test_the_stats_line_reports_what_l3_restored_and_wrote(tmp_path: Path) -> None:
+    first = engine(store(tmp_path))
+    serve(first, PROMPT)
+    closed(first)
+    second = engine(store(tmp_path), wait_policy="wait_complete")
+    logger = StatsLogger(second.cache, every=1)
+    assert serve(second, [*PROMPT, 7, 7, 7, 7]) == 64
+    second.cache.storage.settle()  # type: ignore[union-attr]
+    line = logger.step()
+    assert line is not None and line.endswith("; L3: restored 64 tokens, wrote 1 pages, 0 faults")
     closed(second)
