@@ -27,6 +27,11 @@ scheduler step (``cache.poll()``). A request whose lease is not ready yet (its p
 being copied back from host memory) is skipped until a poll reports it ready; only then is
 the cached state copied into its working slot and anything computed. A request whose
 load-back failed (lease ``FAILED``, everything it held freed) is admitted again.
+
+With a storage tier (L3) as well, the engine starts the L3 prefetch of the next requests
+it could admit (``cache.prefetch``), pauses admission after one failed for slots (each try
+asks the store), and, when the pools are short with nothing to preempt, waits for the
+prefetches in flight (they pin their prefixes) and tries again.
 """
 
 from __future__ import annotations
