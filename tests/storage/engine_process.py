@@ -4,9 +4,10 @@ run. ``python -m tests.storage.engine_process '<json>'`` (from the repository ro
 one JSON line: whether every request matched, and what the storage tier did.
 
 The JSON names the store (``{"kind": "redis", "socket": ..., "prefix": ...}`` or
-``{"kind": "mooncake", "master": ..., "metadata": ...}``) and the workload's ``decode``
-length: the first engine and the second run the same system prompts and few-shot
-examples, with outputs of different lengths, so their later chat turns differ."""
+``{"kind": "mooncake", "master": ..., "metadata": ...}``), the workload's ``decode``
+length (the first engine and the second run the same system prompts and few-shot
+examples, with outputs of different lengths, so their later chat turns differ) and
+optionally ``name``, a model id of its own (keys no other engine wrote: a baseline)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def store(spec: dict[str, Any]) -> StorageBackend:
 
 def serve(spec: dict[str, Any]) -> dict[str, Any]:
     specs = workload(chats=4, families=2, decode=spec["decode"])
-    report = run(model_reference(COMBO), storage_cache(COMBO, PAGE), store(spec), specs)
+    config = storage_cache(COMBO, PAGE, name=spec.get("name"))
+    report = run(model_reference(COMBO), config, store(spec), specs)
     storage = report.storage
     assert storage is not None
     return {"passed": report.passed, "failures": failures(report)[:3],
