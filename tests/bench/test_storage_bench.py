@@ -1,6 +1,6 @@
 """Smoke tests of ``radixkv bench storage`` at small sizes, on each store (a redis-server
 and a Mooncake cluster the bench starts and stops itself): the command runs, prints its
-table and writes JSON; engine 1 finds an empty store, engine 2 restores from it what engine
+table and writes JSON; engine 2 restores from it what engine
 1 wrote (rows checked with --verify), and the control engine without L3 does not.
 Timings are never asserted."""
 
@@ -38,7 +38,6 @@ def test_a_second_engine_restores_what_the_first_wrote(
     first, second, control = bench(tmp_path, "--store", kind)["runs"]
     assert [r["name"] for r in (first, second, control)] == [
         "engine 1", "engine 2", "engine 2 without L3"]
-    assert first["storage"]["restored_tokens"] == 0 and first["storage"]["read_bytes"] == 0
     assert first["storage"]["written_pages"] > 0 and first["storage"]["faults"] == 0
     restored = second["storage"]["restored_tokens"]
     assert restored > 0 and second["storage"]["read_bytes"] > 0

@@ -38,8 +38,8 @@ MODEL = "radixkv-bench-storage"
 @dataclass(frozen=True)
 class StorageBenchConfig:
     """``device_share`` / ``host_share``: device and host FULL slots as a share of the
-    prompt tokens engine 2 serves (rounded to pages, at least twice the longest prompt
-    on the device); ``row_floats``: float32 values per token row (the KV bytes a page
+    tokens a tree of engine 2's prompts holds (rounded to pages, at least twice the
+    longest prompt); ``row_floats``: float32 values per token row (the KV bytes a page
     carries: ``page_size * row_floats * 4``)."""
 
     page_size: int = 16
@@ -182,12 +182,18 @@ def progress(run: EngineRun, total: int, elapsed: float) -> None:
 
 
 def capacities(config: StorageBenchConfig, prompts: Sequence[np.ndarray]) -> tuple[int, int]:
-    """Device and host slots for engines serving ``prompts``."""
+    """Device and host slots for engines serving ``prompts``: shares of the tokens a tree
+    of all of them holds (measured on a throw-away unbounded cache), at least twice the
+    longest prompt."""
     page = config.page_size
-    total = sum(len(p) for p in prompts)
+    total = -(-sum(len(p) for p in prompts) // page) * page
+    probe = PrefixCache(CacheConfig(capacity=total, page_size=page, lost_hits=False))
+    for tokens in prompts:
+        probe.finish(probe.admit(tokens))
+    held = probe.stats().components["full"].cached
     longest = max(len(p) for p in prompts)
-    device = max(2 * longest, int(total * config.device_share))
-    host = max(2 * longest, int(total * config.host_share))
+    device = max(2 * longest, int(held * config.device_share))
+    host = max(2 * longest, int(held * config.host_share))
     return -(-device // page) * page, -(-host // page) * page
 
 
@@ -196,7 +202,7 @@ def run_pair(config: StorageBenchConfig, first: Sequence[np.ndarray],
              open_store: Callable[[], StorageBackend]) -> tuple[list[EngineRun], int, int]:
     """Engine 1 serves ``first``; engine 2 (fresh, same store) and the control (no L3)
     serve ``second``. Returns the three runs and the device and host slots."""
-    device, host = capacities(config, [*first, *second])
+    device, host = capacities(config, second)
     runs = []
     for name, backend, prompts in (("engine 1", open_store(), first),
                                    ("engine 2", open_store(), second),

@@ -42,8 +42,10 @@ def add_storage(sub: Any) -> None:
                    help="engine 2 serves engine 1's requests again, or the rest")
     p.add_argument("--page-size", type=int, default=16)
     p.add_argument("--row-floats", type=int, default=256, help="float32 values per token")
-    p.add_argument("--device-share", type=float, default=0.25)
-    p.add_argument("--host-share", type=float, default=0.5)
+    p.add_argument("--device-share", type=float, default=0.25,
+                   help="device slots as a share of the tokens a tree of the prompts holds")
+    p.add_argument("--host-share", type=float, default=0.5,
+                   help="host slots as a share of the same")
     p.add_argument("--wait-policy", default="wait_complete",
                    choices=("best_effort", "wait_complete", "timeout"))
     p.add_argument("--progress-every", type=int, default=100, metavar="N",
