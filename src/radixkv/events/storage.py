@@ -3,9 +3,10 @@
 The storage tier (L3) is shared by every engine of a model, so what it holds is not one
 engine's state: its BlockStored events (medium ``STORAGE``, see
 ``PrefixCache.take_storage_events``) go out on their own endpoint and topic, apart from the
-engine's device and host events, and a router subscribes to them once for the whole fleet
-(each engine's storage publisher connects to one collector, or the router subscribes to the
-topic prefix). The wire form, sequence numbers, heartbeats and replay are those of
+engine's device and host events; a router subscribes to every engine's storage endpoint
+with the topic prefix. (One collector that every engine's publisher connects to would mix
+their sequence numbers, each counting from 0: NVIDIA Dynamo's indexer then drops all but
+one publisher's batches, see ``docs/storage.md``.) The wire form, sequence numbers, heartbeats and replay are those of
 :class:`~radixkv.events.KVEventPublisher`; what differs:
 
 - no AllBlocksCleared, neither at start nor after a ``reset()``: the store keeps its pages
@@ -30,7 +31,7 @@ STORAGE_ENDPOINT = "tcp://*:5558"
 """The default endpoint of a storage publisher (one port above the engine's default)."""
 STORAGE_TOPIC = "kv@storage"
 """The default topic of a storage publisher; give each engine ``kv@storage@{engine}`` and
-let routers subscribe to the ``kv@storage`` prefix once."""
+let routers subscribe to the ``kv@storage`` prefix."""
 
 
 class StorageEventPublisher(KVEventPublisher):
