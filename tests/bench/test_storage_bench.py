@@ -64,3 +64,18 @@ def test_redis_addresses_are_read_from_urls_and_paths() -> None:
         "host": "cache", "port": 6380, "db": 2, "password": "pw"}
     with pytest.raises(ValueError):
         redis_address("http://cache")
+
+
+def test_a_mooncake_trace_slice_can_be_the_workload(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    lines = [{"timestamp": 0, "input_length": 1100, "output_length": 4, "hash_ids": [0, 1, 2]},
+             {"timestamp": 5, "input_length": 1500, "output_length": 4, "hash_ids": [0, 1, 3]},
+             {"timestamp": 9, "input_length": 600, "output_length": 4, "hash_ids": [0, 4]},
+             {"timestamp": 9, "input_length": 600, "output_length": 4, "hash_ids": [9, 9]}]
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    document = bench(tmp_path, "--trace", str(trace), "--limit", "3")
+    first, second, control = document["runs"]
+    assert document["workload"] == "trace.jsonl, first 3"
+    assert first["requests"] == 3 and first["prompt_tokens"] == 1100 + 1500 + 600
+    assert second["storage"]["restored_tokens"] > 0
+    assert second["hit_tokens"] > control["hit_tokens"]

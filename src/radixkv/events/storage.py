@@ -6,8 +6,8 @@ engine's state: its BlockStored events (medium ``STORAGE``, see
 engine's device and host events; a router subscribes to every engine's storage endpoint
 with the topic prefix. (One collector that every engine's publisher connects to would mix
 their sequence numbers, each counting from 0: NVIDIA Dynamo's indexer then drops all but
-one publisher's batches, see ``docs/storage.md``.) The wire form, sequence numbers, heartbeats and replay are those of
-:class:`~radixkv.events.KVEventPublisher`; what differs:
+one publisher's batches, see ``docs/storage.md``.) The wire form, sequence numbers,
+heartbeats and replay are those of :class:`~radixkv.events.KVEventPublisher`; what differs:
 
 - no AllBlocksCleared, neither at start nor after a ``reset()``: the store keeps its pages
   when an engine restarts or resets;
