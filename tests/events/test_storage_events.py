@@ -57,10 +57,14 @@ class Sub:
         self.context.term()
 
 
-def joined(sub: Sub) -> None:
-    """Wait for a heartbeat, so the subscription is in place before anything is sent."""
-    topic, _seq, payload = sub.next()
-    assert topic.startswith(STORAGE_TOPIC) and decode_batch(payload)[0] == []
+def joined(sub: Sub, *topics: str) -> None:
+    """Wait for a heartbeat of every topic, so the subscriptions are in place before
+    anything is sent."""
+    waiting = set(topics)
+    while waiting:
+        topic, _seq, payload = sub.next()
+        assert decode_batch(payload)[0] == []
+        waiting.discard(topic)
 
 
 def store(tmp_path: Path) -> FileStorage:
@@ -83,9 +87,10 @@ def test_landed_pages_arrive_as_storage_events_on_their_own_topic(tmp_path: Path
     made = engine(store(tmp_path))
     with storage_publisher() as pub, KVEventPublisher(endpoint=LOOPBACK, bind=True,
                                                       heartbeat_interval=None) as device:
+        assert device.flush(10)  # its AllBlocksCleared is out before anyone subscribes
         sub, engine_sub = Sub(pub.endpoint, STORAGE_TOPIC), Sub(device.endpoint, "")
         try:
-            joined(sub)
+            joined(sub, STORAGE_TOPIC)
             time.sleep(0.2)  # the engine publisher sends no heartbeats: let the SUB join
             written(made, PROMPT)
             assert pub.publish(made.cache) == [pub.next_sequence - 1]
@@ -112,8 +117,7 @@ def test_two_engines_share_one_subscription_by_topic_prefix(tmp_path: Path) -> N
         sub = Sub(pub1.endpoint, STORAGE_TOPIC)
         sub.sock.connect(pub2.endpoint)
         try:
-            joined(sub)
-            joined(sub)
+            joined(sub, f"{STORAGE_TOPIC}@e1", f"{STORAGE_TOPIC}@e2")
             written(first, PROMPT)
             pub1.publish(first.cache)
             topic, _, (stored,) = sub.events()
