@@ -27,6 +27,13 @@ def closed(made: Engine) -> None:
     made.audited()
 
 
+def first_engine_wrote(tmp_path: Path) -> None:
+    """An engine served PROMPT on the store under ``tmp_path`` (its 16 pages are there)."""
+    first = engine(store(tmp_path))
+    serve(first, PROMPT)
+    closed(first)
+
+
 @pytest.mark.parametrize("shape", ["full", "full+swa", "full+mamba"])
 def test_a_second_engine_restores_what_the_first_wrote(tmp_path: Path, shape: str) -> None:
     first = engine(store(tmp_path), shape, wait_policy="wait_complete")
@@ -91,9 +98,7 @@ def test_storage_events_announce_pages_once_stored(tmp_path: Path) -> None:
 
 
 def test_a_remainder_below_the_threshold_asks_nothing(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    serve(first, PROMPT)
-    closed(first)
+    first_engine_wrote(tmp_path)
     second = engine(store(tmp_path), prefetch_threshold=72)
     assert serve(second, PROMPT) == 0
     stats = second.cache.stats().storage
@@ -102,9 +107,7 @@ def test_a_remainder_below_the_threshold_asks_nothing(tmp_path: Path) -> None:
 
 
 def test_best_effort_admits_now_and_a_later_request_hits(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    serve(first, PROMPT)
-    closed(first)
+    first_engine_wrote(tmp_path)
     second = engine(store(tmp_path), wait_policy="best_effort")
     assert second.cache.prefetch(PROMPT) is True
     second.audited()
@@ -125,9 +128,7 @@ def test_an_empty_store_is_a_miss_and_pins_nothing(tmp_path: Path) -> None:
 
 
 def test_no_host_room_drops_the_prefetch(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    serve(first, PROMPT)
-    closed(first)
+    first_engine_wrote(tmp_path)
     second = engine(store(tmp_path), host_capacity=32, wait_policy="wait_complete")
     assert serve(second, PROMPT) == 0
     stats = second.cache.stats().storage
@@ -136,9 +137,7 @@ def test_no_host_room_drops_the_prefetch(tmp_path: Path) -> None:
 
 
 def test_a_reset_cancels_prefetches_in_flight(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    serve(first, PROMPT)
-    closed(first)
+    first_engine_wrote(tmp_path)
     second = engine(store(tmp_path))
     assert second.cache.prefetch(PROMPT)
     second.cache.reset()
@@ -193,9 +192,7 @@ def test_a_tenant_never_reads_another_tenants_pages(tmp_path: Path) -> None:
 
 
 def test_the_stats_line_reports_what_l3_restored_and_wrote(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    serve(first, PROMPT)
-    closed(first)
+    first_engine_wrote(tmp_path)
     second = engine(store(tmp_path), wait_policy="wait_complete")
     logger = StatsLogger(second.cache, every=1)
     assert serve(second, [*PROMPT, 7, 7, 7, 7]) == 64
