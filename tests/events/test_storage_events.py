@@ -147,3 +147,15 @@ def test_the_storage_stream_has_its_own_topic_and_no_clear_or_republish(
         made.cache.reset()
         assert pub.publish(made.cache) == []  # nor after a reset
     made.cache.close()
+
+
+def test_the_events_of_puts_that_land_during_close_can_still_be_taken(tmp_path: Path) -> None:
+    made = engine(store(tmp_path))
+    serve(made, PROMPT)
+    early = made.cache.take_storage_events()  # the put is usually still in flight
+    made.cache.close()  # waits for it: the pages are stored ...
+    (event,) = early + made.cache.take_storage_events()  # ... and their event is not lost
+    assert event.medium == "STORAGE" and list(event.token_ids) == PROMPT
+    assert made.cache.take_storage_events() == []
+    with StorageEventPublisher(endpoint=LOOPBACK, bind=True, heartbeat_interval=None) as pub:
+        assert pub.publish(made.cache) == []  # a closed tier publishes nothing more
