@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import sys
 import tempfile
 import uuid
@@ -142,6 +143,10 @@ def render(runs: list[EngineRun], device: int, host: int, what: str, where: str)
     return "\n".join(lines)
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def run_storage(args: argparse.Namespace) -> int:
     """``radixkv bench storage``: run, print the table, optionally write JSON."""
     config = StorageBenchConfig(
@@ -152,9 +157,13 @@ def run_storage(args: argparse.Namespace) -> int:
     served, what = prompts(args)
     first, second = (served, served) if args.second == "same" else (
         served[: len(served) // 2], served[len(served) // 2 :])
-    with store(args) as (opener, where):
-        print(f"bench storage: {what}; {where}", file=sys.stderr, flush=True)
-        runs, device, host = run_pair(config, first, second, opener)
+    previous = signal.signal(signal.SIGTERM, _terminated)  # so servers started here stop
+    try:
+        with store(args) as (opener, where):
+            print(f"bench storage: {what}; {where}", file=sys.stderr, flush=True)
+            runs, device, host = run_pair(config, first, second, opener)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(render(runs, device, host, what, where))
     if args.json is not None:
         document = {
