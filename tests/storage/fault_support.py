@@ -1,0 +1,105 @@
+"""Checks of the cache-level fault tests: every admit is served with the right bytes, nothing
+is held once the cache is closed or reset, and a prefetch can be stopped between its query
+and its reads (where a test injects a fault)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from radixkv.cache import Lease, LeaseState
+from radixkv.storage import StorageTierStats
+from radixkv.storage.reads import Prefetch
+
+from ..tiers.kv_model import check_owners
+from .tier_support import PAGE, Engine, kv_of, layouts
+
+PROMPTS = [list(range(base, base + 64)) for base in (100, 300, 500, 700)]
+"""Prompts of 16 pages each, no two sharing a page."""
+
+
+def full_keys(tokens: list[int]) -> list[str]:
+    """The FULL component's storage keys of ``tokens``' pages (the tests' layout)."""
+    return layouts(("full",))[0].token_keys(tokens)
+
+
+def admitted(made: Engine, tokens: list[int]) -> Lease:
+    """Admit with load-back, wait for the lease, and prove its cached prefix holds the rows
+    of its tokens (never wrong data); audited after every call."""
+    lease = made.cache.admit(tokens, load_back=True)
+    made.audited()
+    made.cache.wait(lease)
+    made.audited()
+    assert lease.state is LeaseState.ACTIVE and lease.ready
+    cached = lease.cached_length
+    assert cached % PAGE == 0
+    np.testing.assert_array_equal(made.device["full"][lease.slots[:cached]],
+                                  kv_of(tokens)[:cached])
+    return lease
+
+
+def finished(made: Engine, lease: Lease, tokens: list[int]) -> None:
+    """Compute what the lease did not reuse, finish it, poll (writes go out)."""
+    cached = lease.cached_length
+    made.device["full"][lease.slots[cached:]] = kv_of(tokens)[cached:]
+    made.cache.finish(lease)
+    made.audited()
+    made.cache.poll()
+    made.audited()
+
+
+def served(made: Engine, tokens: list[int]) -> int:
+    """Serve one request end to end (:func:`admitted`, then :func:`finished`); the cached
+    length it started with."""
+    lease = admitted(made, tokens)
+    finished(made, lease, tokens)
+    return lease.cached_length
+
+
+def tier(made: Engine) -> StorageTierStats:
+    stats = made.cache.stats().storage
+    assert stats is not None
+    return stats
+
+
+def faults(made: Engine) -> dict[str, int]:
+    """The store's fault counters, with the kinds never seen left out."""
+    return {kind: count for kind, count in tier(made).backend.faults.items() if count}
+
+
+def queried(made: Engine, tokens: list[int]) -> Prefetch:
+    """Start a prefetch of ``tokens`` and wait for its query only: its reads have not been
+    submitted (no poll ran), so a fault injected now hits them."""
+    storage = made.cache.storage
+    assert storage is not None and made.cache.prefetch(tokens)
+    made.audited()
+    (record,) = storage.pending.values()
+    assert record.query is not None
+    record.query.result(10)
+    return record
+
+
+def nothing_held(made: Engine) -> None:
+    """Every host and device slot is free or a tree value's; no prefetch reserves any."""
+    made.audited()
+    storage = made.cache.storage
+    if storage is not None:
+        assert not storage.pending and not storage.draining
+    check_owners(made.cache, [], [])
+
+
+def closed(made: Engine) -> None:
+    """Close (settle the I/O, close the store) and check nothing leaked."""
+    made.cache.close()
+    nothing_held(made)
+    assert made.cache.storage is None
+
+
+def reset_whole(made: Engine) -> None:
+    """Reset and check both tiers' pools are whole again."""
+    made.cache.reset()
+    nothing_held(made)
+    stats = made.cache.stats()
+    assert stats.host is not None
+    for component in stats.host.components.values():
+        assert component.pool_available == component.pool_capacity
+    assert all(pool.available == pool.capacity for pool in made.cache.pools.pools)
