@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from radixkv.cache import Lease, LeaseState
+from radixkv.core.tiers import DEVICE, HOST
 from radixkv.storage import StorageTierStats
 from radixkv.storage.reads import Prefetch
 
-from ..tiers.kv_model import check_owners
+from ..tiers.kv_model import check_owners, path_tokens
 from .tier_support import PAGE, Engine, kv_of, layouts
 
 PROMPTS = [list(range(base, base + 64)) for base in (100, 300, 500, 700)]
@@ -30,11 +31,34 @@ def admitted(made: Engine, tokens: list[int]) -> Lease:
     made.cache.wait(lease)
     made.audited()
     assert lease.state is LeaseState.ACTIVE and lease.ready
-    cached = lease.cached_length
-    assert cached % PAGE == 0
-    np.testing.assert_array_equal(made.device["full"][lease.slots[:cached]],
-                                  kv_of(tokens)[:cached])
+    assert lease.cached_length % PAGE == 0
+    lease_rows_right(made, lease)
     return lease
+
+
+def lease_rows_right(made: Engine, lease: Lease) -> None:
+    """A ready lease's cached prefix holds the rows of its tokens."""
+    cached = lease.cached_length
+    np.testing.assert_array_equal(made.device["full"][lease.slots[:cached]],
+                                  kv_of(lease.tokens.tolist())[:cached])
+
+
+def tree_rows_right(made: Engine) -> None:
+    """Every FULL value the tree holds, on either tier, holds the rows of its tokens (but a
+    copy's destination still in flight): what came from L3 included."""
+    tree = made.cache.tree
+    count = len(tree.components)
+    buffers = {DEVICE: made.device["full"], HOST: made.host["full"]}
+    for node in tree.nodes.values():
+        if node.parent is None:
+            continue
+        busy = {record.tier for record in tree.copying.get(node.id, ())}
+        expected = kv_of(path_tokens(node))[node.start:]
+        for where, buffer in buffers.items():
+            value = node.values[where * count]
+            if value is not None and where not in busy:
+                np.testing.assert_array_equal(buffer[value], expected,
+                                              f"node {node.id} on tier {where}")
 
 
 def finished(made: Engine, lease: Lease, tokens: list[int]) -> None:
@@ -85,6 +109,7 @@ def nothing_held(made: Engine) -> None:
     if storage is not None:
         assert not storage.pending and not storage.draining
     check_owners(made.cache, [], [])
+    tree_rows_right(made)
 
 
 def closed(made: Engine) -> None:

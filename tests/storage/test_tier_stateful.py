@@ -1,0 +1,220 @@
+"""Stateful test (hypothesis, seeded) of two caches ("engines") sharing one FileStorage
+directory, with page files deleted or damaged under them.
+
+Each run draws the host write policy, the wait policy, the copy engine's delays and the
+pool sizes (small: eviction, demotion, host eviction and no-room are frequent). Rules:
+admit with load-back, finish (the engine computes what was not cached), abort, device and
+host eviction, poll, wait (all, or one lease), prefetch, reset, and the faults: a page file
+deleted, truncated, or replaced by another page's. After every step, on both engines:
+``check_invariants()``, every ready lease's cached prefix holds ``kv_of`` of its tokens,
+every FULL value of the tree on either tier holds the rows of its tokens (restores from
+L3 included), and the store counts only faults that were injected. At teardown each
+engine aborts its leases and closes: nothing is held, and a reset leaves the pools whole.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from radixkv import NumpyCopyConfig
+from radixkv.cache import Lease, LeaseState
+from radixkv.errors import OutOfSlotsError
+from radixkv.storage import FileStorage, FileStorageConfig
+from radixkv.tiers import WRITE_POLICIES
+
+from .fault_support import (
+    closed,
+    faults,
+    full_keys,
+    lease_rows_right,
+    reset_whole,
+    tree_rows_right,
+)
+from .tier_support import PAGE, Engine, engine, kv_of
+
+STEMS = [[stem * 1000 + i for i in range(40)] for stem in (1, 2, 3)]
+"""Prompts are prefixes of these (so they share pages), plus a partial page."""
+MAX_LEASES = 2
+which = st.integers(0, 1)
+prompts = st.builds(lambda stem, pages, extra: STEMS[stem][: pages * PAGE + extra],
+                    st.integers(0, 2), st.integers(1, 9), st.integers(0, 3))
+pick = st.integers(0, MAX_LEASES - 1)
+
+
+class TwoEngines(RuleBasedStateMachine):
+    """Two caches over one FileStorage directory; see the module docstring."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = Path(tempfile.mkdtemp(prefix="radixkv-l3-stateful-"))
+        self.engines: list[Engine] = []
+        self.leases: list[list[Lease]] = [[], []]
+        self.injected: set[str] = set()
+        """Fault kinds the test caused: the only ones the store may count."""
+
+    @initialize(write=st.sampled_from(sorted(WRITE_POLICIES)),
+                wait=st.sampled_from(("best_effort", "wait_complete", "timeout")),
+                seed=st.integers(0, 2**16), delay=st.integers(0, 2),
+                capacity=st.sampled_from((64, 128)), host=st.sampled_from((48, 96, 256)),
+                warm=st.lists(prompts, max_size=6))
+    def setup(self, write: str, wait: str, seed: int, delay: int, capacity: int,
+              host: int, warm: list[list[int]]) -> None:
+        for index in range(2):
+            copies = NumpyCopyConfig(delay_polls=delay, seed=seed + index)
+            self.engines.append(engine(
+                FileStorage(FileStorageConfig(root=self.root)), capacity=capacity,
+                host_capacity=host, write_policy=write, copies=copies, wait_policy=wait,
+                timeout_s=0.05))
+        for tokens in warm:  # the second engine served these: their pages are in the store
+            self.serve(1, tokens)
+        storage = self.engines[1].cache.storage
+        assert storage is not None
+        storage.settle()
+
+    # ------------------------------------------------------------------ requests
+
+    @rule(side=which, tokens=prompts)
+    def admit(self, side: int, tokens: list[int]) -> None:
+        if len(self.leases[side]) >= MAX_LEASES:
+            return
+        try:
+            lease = self.engines[side].cache.admit(tokens, load_back=True)
+        except OutOfSlotsError:
+            return  # nothing changed (the invariants check it)
+        self.leases[side].append(lease)
+
+    @rule(side=which, tokens=prompts)
+    def serve(self, side: int, tokens: list[int]) -> None:
+        """A whole request: admit, wait for its copies, compute, finish, poll."""
+        self.admit(side, tokens)
+        leases = self.leases[side]
+        if leases and leases[-1].tokens.tolist() == tokens:
+            self.wait_for(side, len(leases) - 1)
+            self.finish(side, len(leases) - 1)
+            self.poll(side)
+
+    @rule(side=which, index=pick)
+    def finish(self, side: int, index: int) -> None:
+        lease = self._lease(side, index)
+        if lease is None or not lease.ready:
+            return
+        made, cached = self.engines[side], lease.cached_length
+        made.device["full"][lease.slots[cached:]] = kv_of(lease.tokens.tolist())[cached:]
+        made.cache.finish(lease)
+        self.leases[side].remove(lease)
+
+    @rule(side=which, index=pick)
+    def abort(self, side: int, index: int) -> None:
+        lease = self._lease(side, index)
+        if lease is not None:
+            self.engines[side].cache.abort(lease)
+            self.leases[side].remove(lease)
+
+    @rule(side=which, index=pick)
+    def wait_for(self, side: int, index: int) -> None:
+        lease = self._lease(side, index)
+        if lease is not None:
+            self._changed(side, self.engines[side].cache.wait(lease))
+            assert lease.ready
+
+    def _lease(self, side: int, index: int) -> Lease | None:
+        leases = self.leases[side]
+        return leases[index % len(leases)] if leases else None
+
+    def _changed(self, side: int, leases: list[Lease]) -> None:
+        for lease in leases:  # no copy fails here: every change is a lease now ready
+            assert lease.state is LeaseState.ACTIVE and lease.ready
+
+    # ------------------------------------------------------------------ the cache
+
+    @rule(side=which)
+    def poll(self, side: int) -> None:
+        self._changed(side, self.engines[side].cache.poll())
+
+    @rule(side=which)
+    def wait_all(self, side: int) -> None:
+        self._changed(side, self.engines[side].cache.wait())
+
+    @rule(side=which, tokens=prompts)
+    def prefetch(self, side: int, tokens: list[int]) -> None:
+        self.engines[side].cache.prefetch(tokens)
+
+    @rule(side=which, amount=st.sampled_from((PAGE, 4 * PAGE, 1000)))
+    def evict(self, side: int, amount: int) -> None:
+        self.engines[side].cache.evict(full=amount)
+
+    @rule(side=which, amount=st.sampled_from((PAGE, 4 * PAGE, 1000)))
+    def evict_host(self, side: int, amount: int) -> None:
+        cache = self.engines[side].cache
+        assert cache.host is not None
+        cache.host.free_host(cache.tree.evict_host([amount]).freed)
+
+    @rule(side=which)
+    def reset(self, side: int) -> None:
+        self.engines[side].cache.reset()
+        self.leases[side] = []  # a reset ends every lease
+
+    # ------------------------------------------------------------------ faults
+
+    @rule(tokens=prompts, page=st.integers(0, 9))
+    def delete_page(self, tokens: list[int], page: int) -> None:
+        names = full_keys(tokens)
+        if names:
+            FileStorage(FileStorageConfig(root=self.root)).remove([names[page % len(names)]])
+            self.injected.add("missing")
+
+    @rule(tokens=prompts, page=st.integers(0, 9), truncate=st.booleans())
+    def damage_page(self, tokens: list[int], page: int, truncate: bool) -> None:
+        names = full_keys(tokens)
+        files = [next(self.root.glob(f"*/{name}"), None) for name in names]
+        target = files[page % len(files)] if files else None
+        if target is None:
+            return
+        blob = target.read_bytes()
+        other = next((f for f in files if f is not None and f != target), None)
+        if truncate or other is None:
+            target.write_bytes(blob[: len(blob) // 2])
+        else:
+            target.write_bytes(other.read_bytes())  # whole, but another key's page
+        self.injected.add("corrupt")
+
+    # ------------------------------------------------------------------ checks
+
+    @invariant()
+    def every_byte_is_right(self) -> None:
+        for side, made in enumerate(self.engines):
+            made.audited()
+            for lease in self.leases[side]:
+                if lease.ready:
+                    lease_rows_right(made, lease)
+            tree_rows_right(made)
+            assert set(faults(made)) <= self.injected, (faults(made), self.injected)
+
+    def teardown(self) -> None:
+        try:
+            for side, made in enumerate(self.engines):
+                for lease in self.leases[side]:
+                    made.cache.abort(lease)
+                made.cache.wait()
+                made.audited()
+                closed(made)
+                reset_whole(made)
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def test_two_engines_on_one_store_with_damaged_pages_never_read_wrong_bytes() -> None:
+    run_state_machine_as_test(TwoEngines, settings=settings(
+        max_examples=100, stateful_step_count=40, deadline=None, derandomize=True))
