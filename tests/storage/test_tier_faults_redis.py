@@ -255,3 +255,38 @@ def test_a_page_lost_or_damaged_after_the_query_cuts_the_restore_before_it(
     assert faults(second) == {"missing" if damage == "evicted" else "corrupt": 1}
     assert served(second, PROMPTS[0]) == 7 * PAGE
     closed(second)
+
+
+@pytest.mark.parametrize("ending", ["reset", "close"])
+@pytest.mark.parametrize("stage", ["query", "reads"])
+def test_a_reset_or_close_while_io_hangs_on_a_paused_store_leaves_the_pools_whole(
+        server: RedisServer, stage: str, ending: str) -> None:
+    server.start()
+    written(server, PROMPTS[0])
+    second = on(server, socket_s=0.3, wait_policy="best_effort")
+    if stage == "reads":
+        queried(second, PROMPTS[0])  # the admit starts the reads, then drops what is late
+    server.process.signal(signal.SIGSTOP)
+    try:
+        lease = admitted(second, PROMPTS[0])
+        assert lease.cached_length == 0
+        storage = second.cache.storage
+        assert storage is not None
+        assert (len(storage.pending), len(storage.draining)) == \
+            ((0, 1) if stage == "reads" else (1, 0))
+        finished(second, lease, PROMPTS[0])
+        if ending == "reset":
+            reset_whole(second)  # waits for the I/O to time out first
+            stats = tier(second)
+            assert (stats.misses, stats.cancelled) == ((1, 0) if stage == "reads" else (0, 1))
+            assert stats.restores == 0 and faults(second)["timeout"] == 16
+        else:
+            closed(second)
+    finally:
+        server.process.signal(signal.SIGCONT)
+    if ending == "reset":
+        time.sleep(RETRY)
+        assert second.cache.prefetch(PROMPTS[0])  # after the reset the store serves again
+        second.cache.wait()
+        assert served(second, PROMPTS[0]) == 64
+        closed(second)
