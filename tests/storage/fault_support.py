@@ -4,23 +4,26 @@ and its reads (where a test injects a fault)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from radixkv.cache import Lease, LeaseState
 from radixkv.core.tiers import DEVICE, HOST
+from radixkv.errors import OutOfSlotsError
 from radixkv.storage import StorageTierStats
 from radixkv.storage.reads import Prefetch
 
 from ..tiers.kv_model import check_owners, path_tokens
-from .tier_support import PAGE, Engine, kv_of, layouts
+from .tier_support import PAGE, ROW, Engine, kv_of, layouts
 
 PROMPTS = [list(range(base, base + 64)) for base in (100, 300, 500, 700)]
 """Prompts of 16 pages each, no two sharing a page."""
 
 
-def full_keys(tokens: list[int]) -> list[str]:
-    """The FULL component's storage keys of ``tokens``' pages (the tests' layout)."""
-    return layouts(("full",))[0].token_keys(tokens)
+def full_keys(tokens: list[int], name: str = "full") -> list[str]:
+    """Component ``name``'s storage keys of ``tokens``' pages (the tests' layout)."""
+    return layouts((name,))[0].token_keys(tokens)
 
 
 def admitted(made: Engine, tokens: list[int]) -> Lease:
@@ -36,35 +39,75 @@ def admitted(made: Engine, tokens: list[int]) -> Lease:
     return lease
 
 
+def state_of(tokens: list[int]) -> np.ndarray:
+    """The MAMBA state an engine saves after ``tokens`` (exact in float32)."""
+    return np.full(ROW, sum(tokens) * 64 + len(tokens), np.float32)
+
+
+def per_token(made: Engine) -> list[tuple[int, str]]:
+    """Index and name of each per-token component: the ones whose rows are ``kv_of``."""
+    return [(c.index, c.name) for c in made.cache.tree.components if c.per_token]
+
+
 def lease_rows_right(made: Engine, lease: Lease) -> None:
-    """A ready lease's cached prefix holds the rows of its tokens."""
-    cached = lease.cached_length
-    np.testing.assert_array_equal(made.device["full"][lease.slots[:cached]],
-                                  kv_of(lease.tokens.tolist())[:cached])
+    """A ready lease's cached prefix holds the rows of its tokens, in every per-token
+    component (a window component: from the first token it still lends)."""
+    cached, rows = lease.cached_length, kv_of(lease.tokens.tolist())
+    for _index, name in per_token(made):
+        first = lease.start_of(name)
+        slots = lease.slots_of(name)[: max(0, cached - first)]
+        np.testing.assert_array_equal(made.device[name][slots],
+                                      rows[first : first + len(slots)], name)
+    source = lease.copy_state_from
+    if source is not None:
+        np.testing.assert_array_equal(made.device["mamba"][source],
+                                      state_of(lease.tokens.tolist()[:cached]))
 
 
 def tree_rows_right(made: Engine) -> None:
-    """Every FULL value the tree holds, on either tier, holds the rows of its tokens (but a
-    copy's destination still in flight): what came from L3 included."""
+    """Every per-token value the tree holds, on either tier, holds the rows of its tokens
+    (but a copy's destination still in flight): what came from L3 included."""
     tree = made.cache.tree
     count = len(tree.components)
-    buffers = {DEVICE: made.device["full"], HOST: made.host["full"]}
     for node in tree.nodes.values():
         if node.parent is None:
             continue
         busy = {record.tier for record in tree.copying.get(node.id, ())}
-        expected = kv_of(path_tokens(node))[node.start:]
-        for where, buffer in buffers.items():
-            value = node.values[where * count]
-            if value is not None and where not in busy:
-                np.testing.assert_array_equal(buffer[value], expected,
-                                              f"node {node.id} on tier {where}")
+        tokens = path_tokens(node)
+        for component in tree.components:
+            name = component.name
+            expected = kv_of(tokens)[node.start:] if component.per_token else \
+                state_of(tokens)[None]
+            for where, buffer in ((DEVICE, made.device[name]), (HOST, made.host[name])):
+                value = node.values[where * count + component.index]
+                if value is not None and where not in busy:
+                    np.testing.assert_array_equal(buffer[value], expected,
+                                                  f"node {node.id} {name} on tier {where}")
+
+
+def computed(made: Engine, lease: Lease) -> None:
+    """The engine computes what the lease did not reuse: every per-token component's rows,
+    and with MAMBA the state at its last page end, checkpointed (skipped without room)."""
+    tokens = lease.tokens.tolist()
+    cached, rows = lease.cached_length, kv_of(tokens)
+    for _index, name in per_token(made):
+        first = lease.start_of(name)
+        begin = max(cached, first)
+        made.device[name][lease.slots_of(name)[begin - first :]] = rows[begin:]
+    end = len(tokens) - len(tokens) % PAGE
+    if "mamba" in made.device and end > lease.tree_owned and end not in lease.checkpoints:
+        try:
+            slot = made.cache.checkpoint(lease, end)
+        except OutOfSlotsError:
+            made.audited()
+            return
+        made.device["mamba"][slot] = state_of(tokens[:end])
 
 
 def finished(made: Engine, lease: Lease, tokens: list[int]) -> None:
     """Compute what the lease did not reuse, finish it, poll (writes go out)."""
-    cached = lease.cached_length
-    made.device["full"][lease.slots[cached:]] = kv_of(tokens)[cached:]
+    assert lease.tokens.tolist() == tokens
+    computed(made, lease)
     made.cache.finish(lease)
     made.audited()
     made.cache.poll()
@@ -77,6 +120,23 @@ def served(made: Engine, tokens: list[int]) -> int:
     lease = admitted(made, tokens)
     finished(made, lease, tokens)
     return lease.cached_length
+
+
+def settled(made: Engine) -> None:
+    """Wait for the storage tier's I/O: queued writes landed, prefetches dropped."""
+    assert made.cache.storage is not None
+    made.cache.storage.settle()
+    made.audited()
+
+
+def written(open_engine: Callable[[], Engine], *prompts: list[int]) -> None:
+    """A first engine serves ``prompts`` (all misses), writes them whole, and closes."""
+    first = open_engine()
+    for tokens in prompts:
+        assert served(first, tokens) == 0
+    settled(first)
+    assert tier(first).written_pages == 16 * len(prompts)
+    closed(first)
 
 
 def tier(made: Engine) -> StorageTierStats:

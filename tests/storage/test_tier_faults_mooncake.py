@@ -22,7 +22,9 @@ from .fault_support import (
     queried,
     reset_whole,
     served,
+    settled,
     tier,
+    written,
 )
 from .servers import LEASE_MS, MooncakeCluster, missing, mooncake_backend
 from .tier_support import PAGE, ROW, Engine, engine
@@ -46,12 +48,6 @@ def on(cluster: MooncakeCluster) -> Engine:
     return engine(mooncake_backend(cluster, retry_after_s=RETRY), wait_policy="wait_complete")
 
 
-def settled(made: Engine) -> None:
-    assert made.cache.storage is not None
-    made.cache.storage.settle()
-    made.audited()
-
-
 def eventually(probe: Callable[[], bool], timeout: float = 20.0) -> bool:
     deadline = time.monotonic() + timeout
     while not probe():
@@ -59,15 +55,6 @@ def eventually(probe: Callable[[], bool], timeout: float = 20.0) -> bool:
             return False
         time.sleep(0.2)
     return True
-
-
-def written(cluster: MooncakeCluster, *prompts: list[int]) -> None:
-    first = on(cluster)
-    for tokens in prompts:
-        assert served(first, tokens) == 0
-    settled(first)
-    assert tier(first).written_pages == 16 * len(prompts)
-    closed(first)
 
 
 def written_once_back(made: Engine) -> list[int]:
@@ -104,7 +91,7 @@ def test_a_master_down_at_start_costs_misses_and_later_requests_hit(
 def test_a_master_killed_between_query_and_read_is_a_miss_then_restarted_hits(
         cluster: MooncakeCluster) -> None:
     cluster.start()
-    written(cluster, PROMPTS[0])
+    written(lambda: on(cluster), PROMPTS[0])
     second = on(cluster)
     queried(second, PROMPTS[0])
     cluster.master.kill()
@@ -129,7 +116,7 @@ def test_a_master_killed_between_query_and_read_is_a_miss_then_restarted_hits(
 def test_an_object_removed_after_the_query_cuts_the_restore_before_it(
         cluster: MooncakeCluster) -> None:
     cluster.start()
-    written(cluster, PROMPTS[0])
+    written(lambda: on(cluster), PROMPTS[0])
     second = on(cluster)
     queried(second, PROMPTS[0])
     time.sleep(2 * LEASE_MS / 1000)  # the lease the query took blocks removal until it ends

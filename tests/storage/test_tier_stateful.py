@@ -36,13 +36,14 @@ from radixkv.tiers import WRITE_POLICIES
 
 from .fault_support import (
     closed,
+    computed,
     faults,
     full_keys,
     lease_rows_right,
     reset_whole,
     tree_rows_right,
 )
-from .tier_support import PAGE, Engine, engine, kv_of
+from .tier_support import PAGE, SHAPES, Engine, engine
 
 STEMS = [[stem * 1000 + i for i in range(40)] for stem in (1, 2, 3)]
 """Prompts are prefixes of these (so they share pages), plus a partial page."""
@@ -64,17 +65,18 @@ class TwoEngines(RuleBasedStateMachine):
         self.injected: set[str] = set()
         """Fault kinds the test caused: the only ones the store may count."""
 
-    @initialize(write=st.sampled_from(sorted(WRITE_POLICIES)),
+    @initialize(shape=st.sampled_from(sorted(SHAPES)),
+                write=st.sampled_from(sorted(WRITE_POLICIES)),
                 wait=st.sampled_from(("best_effort", "wait_complete", "timeout")),
                 seed=st.integers(0, 2**16), delay=st.integers(0, 2),
                 capacity=st.sampled_from((64, 128)), host=st.sampled_from((48, 96, 256)),
                 warm=st.lists(prompts, max_size=6))
-    def setup(self, write: str, wait: str, seed: int, delay: int, capacity: int,
+    def setup(self, shape: str, write: str, wait: str, seed: int, delay: int, capacity: int,
               host: int, warm: list[list[int]]) -> None:
         for index in range(2):
             copies = NumpyCopyConfig(delay_polls=delay, seed=seed + index)
             self.engines.append(engine(
-                FileStorage(FileStorageConfig(root=self.root)), capacity=capacity,
+                FileStorage(FileStorageConfig(root=self.root)), shape, capacity=capacity,
                 host_capacity=host, write_policy=write, copies=copies, wait_policy=wait,
                 timeout_s=0.05))
         for tokens in warm:  # the second engine served these: their pages are in the store
@@ -110,8 +112,8 @@ class TwoEngines(RuleBasedStateMachine):
         lease = self._lease(side, index)
         if lease is None or not lease.ready:
             return
-        made, cached = self.engines[side], lease.cached_length
-        made.device["full"][lease.slots[cached:]] = kv_of(lease.tokens.tolist())[cached:]
+        made = self.engines[side]
+        computed(made, lease)
         made.cache.finish(lease)
         self.leases[side].remove(lease)
 
@@ -159,7 +161,8 @@ class TwoEngines(RuleBasedStateMachine):
     def evict_host(self, side: int, amount: int) -> None:
         cache = self.engines[side].cache
         assert cache.host is not None
-        cache.host.free_host(cache.tree.evict_host([amount]).freed)
+        budgets = [amount if c.per_token else 1 for c in cache.tree.components]
+        cache.host.free_host(cache.tree.evict_host(budgets).freed)
 
     @rule(side=which)
     def reset(self, side: int) -> None:
@@ -168,16 +171,23 @@ class TwoEngines(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ faults
 
-    @rule(tokens=prompts, page=st.integers(0, 9))
-    def delete_page(self, tokens: list[int], page: int) -> None:
-        names = full_keys(tokens)
+    def _keys(self, tokens: list[int], component: int) -> list[str]:
+        """Storage keys of ``tokens``' pages, of one of the engines' components."""
+        names = list(self.engines[0].device) if self.engines else ["full"]
+        return full_keys(tokens, names[component % len(names)])
+
+    @rule(tokens=prompts, page=st.integers(0, 9), component=st.integers(0, 1))
+    def delete_page(self, tokens: list[int], page: int, component: int) -> None:
+        names = self._keys(tokens, component)
         if names:
             FileStorage(FileStorageConfig(root=self.root)).remove([names[page % len(names)]])
             self.injected.add("missing")
 
-    @rule(tokens=prompts, page=st.integers(0, 9), truncate=st.booleans())
-    def damage_page(self, tokens: list[int], page: int, truncate: bool) -> None:
-        names = full_keys(tokens)
+    @rule(tokens=prompts, page=st.integers(0, 9), truncate=st.booleans(),
+          component=st.integers(0, 1))
+    def damage_page(self, tokens: list[int], page: int, truncate: bool,
+                    component: int) -> None:
+        names = self._keys(tokens, component)
         files = [next(self.root.glob(f"*/{name}"), None) for name in names]
         target = files[page % len(files)] if files else None
         if target is None:
@@ -217,4 +227,4 @@ class TwoEngines(RuleBasedStateMachine):
 
 def test_two_engines_on_one_store_with_damaged_pages_never_read_wrong_bytes() -> None:
     run_state_machine_as_test(TwoEngines, settings=settings(
-        max_examples=100, stateful_step_count=40, deadline=None, derandomize=True))
+        max_examples=150, stateful_step_count=40, deadline=None, derandomize=True))
