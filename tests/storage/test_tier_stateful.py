@@ -1,14 +1,17 @@
 """Stateful test (hypothesis, seeded) of two caches ("engines") sharing one FileStorage
 directory, with page files deleted or damaged under them.
 
-Each run draws the host write policy, the wait policy, the copy engine's delays and the
-pool sizes (small: eviction, demotion, host eviction and no-room are frequent). Rules:
-admit with load-back, finish (the engine computes what was not cached), abort, device and
-host eviction, poll, wait (all, or one lease), prefetch, reset, and the faults: a page file
-deleted, truncated, or replaced by another page's. After every step, on both engines:
-``check_invariants()``, every ready lease's cached prefix holds ``kv_of`` of its tokens,
-every FULL value of the tree on either tier holds the rows of its tokens (restores from
-L3 included), and the store counts only faults that were injected. At teardown each
+Each run draws the components (FULL, FULL+SWA, FULL+MAMBA), the host write policy, the
+wait policy, the copy engine's delays and failure rate (failed backups and load-backs),
+the pool sizes (small: eviction, demotion, host eviction and no-room are frequent) and
+requests the second engine served first. Rules: admit with load-back, finish (the engine
+computes what was not cached, MAMBA checkpoints included), a whole request, abort, device
+and host eviction, poll, wait (all, or one lease), prefetch, reset, and the faults: a page
+file of any component deleted, truncated, or replaced by another page's. After every
+step, on both engines: ``check_invariants()``, every ready lease's cached prefix holds
+its tokens' rows (and the state it copies), every value of the tree on either tier holds
+its tokens' rows or state (restores from L3 included), and the store counts only faults
+that were injected. At teardown each
 engine aborts its leases and closes: nothing is held, and a reset leaves the pools whole.
 """
 
@@ -69,12 +72,14 @@ class TwoEngines(RuleBasedStateMachine):
                 write=st.sampled_from(sorted(WRITE_POLICIES)),
                 wait=st.sampled_from(("best_effort", "wait_complete", "timeout")),
                 seed=st.integers(0, 2**16), delay=st.integers(0, 2),
+                failures=st.sampled_from((0.0, 0.0, 0.2)),
                 capacity=st.sampled_from((64, 128)), host=st.sampled_from((48, 96, 256)),
                 warm=st.lists(prompts, max_size=6))
-    def setup(self, shape: str, write: str, wait: str, seed: int, delay: int, capacity: int,
-              host: int, warm: list[list[int]]) -> None:
+    def setup(self, shape: str, write: str, wait: str, seed: int, delay: int,
+              failures: float, capacity: int, host: int, warm: list[list[int]]) -> None:
         for index in range(2):
-            copies = NumpyCopyConfig(delay_polls=delay, seed=seed + index)
+            copies = NumpyCopyConfig(delay_polls=delay, seed=seed + index,
+                                     failure_rate=failures)
             self.engines.append(engine(
                 FileStorage(FileStorageConfig(root=self.root)), shape, capacity=capacity,
                 host_capacity=host, write_policy=write, copies=copies, wait_policy=wait,
@@ -100,17 +105,23 @@ class TwoEngines(RuleBasedStateMachine):
     @rule(side=which, tokens=prompts)
     def serve(self, side: int, tokens: list[int]) -> None:
         """A whole request: admit, wait for its copies, compute, finish, poll."""
+        count = len(self.leases[side])
         self.admit(side, tokens)
-        leases = self.leases[side]
-        if leases and leases[-1].tokens.tolist() == tokens:
-            self.wait_for(side, len(leases) - 1)
-            self.finish(side, len(leases) - 1)
-            self.poll(side)
+        if len(self.leases[side]) == count:
+            return
+        lease = self.leases[side][-1]
+        self._changed(side, self.engines[side].cache.wait(lease))
+        self._finish(side, lease)
+        self.poll(side)
 
     @rule(side=which, index=pick)
     def finish(self, side: int, index: int) -> None:
         lease = self._lease(side, index)
-        if lease is None or not lease.ready:
+        if lease is not None:
+            self._finish(side, lease)
+
+    def _finish(self, side: int, lease: Lease) -> None:
+        if not self._live(lease) or not lease.ready:
             return
         made = self.engines[side]
         computed(made, lease)
@@ -120,24 +131,33 @@ class TwoEngines(RuleBasedStateMachine):
     @rule(side=which, index=pick)
     def abort(self, side: int, index: int) -> None:
         lease = self._lease(side, index)
-        if lease is not None:
+        if lease is not None and self._live(lease):
             self.engines[side].cache.abort(lease)
             self.leases[side].remove(lease)
 
     @rule(side=which, index=pick)
     def wait_for(self, side: int, index: int) -> None:
         lease = self._lease(side, index)
-        if lease is not None:
+        if lease is not None and self._live(lease):
             self._changed(side, self.engines[side].cache.wait(lease))
-            assert lease.ready
+            assert lease.ready or lease.state is LeaseState.FAILED
+
+    @staticmethod
+    def _live(lease: Lease) -> bool:
+        """Active: a lease a failed load-back ended is dropped once poll/wait reports it."""
+        return lease.state is LeaseState.ACTIVE
 
     def _lease(self, side: int, index: int) -> Lease | None:
         leases = self.leases[side]
         return leases[index % len(leases)] if leases else None
 
     def _changed(self, side: int, leases: list[Lease]) -> None:
-        for lease in leases:  # no copy fails here: every change is a lease now ready
-            assert lease.state is LeaseState.ACTIVE and lease.ready
+        """What poll / wait reported: leases now ready, or failed by a load-back."""
+        for lease in leases:
+            if lease.state is LeaseState.FAILED:
+                self.leases[side].remove(lease)
+            else:
+                assert lease.state is LeaseState.ACTIVE and lease.ready
 
     # ------------------------------------------------------------------ the cache
 
@@ -207,7 +227,7 @@ class TwoEngines(RuleBasedStateMachine):
         for side, made in enumerate(self.engines):
             made.audited()
             for lease in self.leases[side]:
-                if lease.ready:
+                if self._live(lease) and lease.ready:
                     lease_rows_right(made, lease)
             tree_rows_right(made)
             assert set(faults(made)) <= self.injected, (faults(made), self.injected)
@@ -216,7 +236,8 @@ class TwoEngines(RuleBasedStateMachine):
         try:
             for side, made in enumerate(self.engines):
                 for lease in self.leases[side]:
-                    made.cache.abort(lease)
+                    if self._live(lease):
+                        made.cache.abort(lease)
                 made.cache.wait()
                 made.audited()
                 closed(made)
