@@ -191,33 +191,45 @@ class TwoEngines(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ faults
 
-    def _keys(self, tokens: list[int], component: int) -> list[str]:
-        """Storage keys of ``tokens``' pages, of one of the engines' components."""
-        names = list(self.engines[0].device) if self.engines else ["full"]
-        return full_keys(tokens, names[component % len(names)])
+    def _pages(self) -> list[Path]:
+        """The page files in the store now."""
+        return sorted(self.root.glob("[0-9a-f][0-9a-f]/*"))
 
-    @rule(tokens=prompts, page=st.integers(0, 9), component=st.integers(0, 1))
-    def delete_page(self, tokens: list[int], page: int, component: int) -> None:
-        names = self._keys(tokens, component)
-        if names:
-            FileStorage(FileStorageConfig(root=self.root)).remove([names[page % len(names)]])
+    @rule(choice=st.integers(0, 2**16))
+    def delete_page(self, choice: int) -> None:
+        files = self._pages()
+        if files:
+            name = files[choice % len(files)].name
+            FileStorage(FileStorageConfig(root=self.root)).remove([name])
             self.injected.add("missing")
 
-    @rule(tokens=prompts, page=st.integers(0, 9), truncate=st.booleans(),
-          component=st.integers(0, 1))
-    def damage_page(self, tokens: list[int], page: int, truncate: bool,
-                    component: int) -> None:
-        names = self._keys(tokens, component)
-        files = [next(self.root.glob(f"*/{name}"), None) for name in names]
-        target = files[page % len(files)] if files else None
-        if target is None:
-            return
+    @rule(choice=st.integers(0, 2**16), other=st.integers(0, 2**16), truncate=st.booleans())
+    def damage_page(self, choice: int, other: int, truncate: bool) -> None:
+        files = self._pages()
+        if files:
+            self._damage(files[choice % len(files)], files, other, truncate)
+
+    @rule(side=which, tokens=prompts, choice=st.integers(0, 2**16),
+          other=st.integers(0, 2**16), truncate=st.booleans())
+    def damage_then_serve(self, side: int, tokens: list[int], choice: int, other: int,
+                          truncate: bool) -> None:
+        """Damage a stored page of ``tokens`` (any component), then serve them: the page
+        is read unless the engine holds it already."""
+        names = {key for c in self.engines[0].device for key in full_keys(tokens, c)}
+        files = self._pages()
+        mine = [f for f in files if f.name in names]
+        if mine:
+            self._damage(mine[choice % len(mine)], files, other, truncate)
+        self.serve(side, tokens)
+
+    def _damage(self, target: Path, files: list[Path], other: int, truncate: bool) -> None:
+        layout = target.name.split("-")[0]
+        same = [f for f in files if f != target and f.name.split("-")[0] == layout]
         blob = target.read_bytes()
-        other = next((f for f in files if f is not None and f != target), None)
-        if truncate or other is None:
+        if truncate or not same:
             target.write_bytes(blob[: len(blob) // 2])
-        else:
-            target.write_bytes(other.read_bytes())  # whole, but another key's page
+        else:  # whole, of this component's size, but another page's
+            target.write_bytes(same[other % len(same)].read_bytes())
         self.injected.add("corrupt")
 
     # ------------------------------------------------------------------ checks
