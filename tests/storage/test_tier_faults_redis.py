@@ -134,6 +134,28 @@ def test_a_full_store_under_noeviction_is_counted_and_serves_once_it_has_room(
     closed(second)
 
 
+def test_pages_evicted_under_maxmemory_read_as_misses_never_as_wrong_data(
+        own_redis: RedisServer) -> None:
+    own_redis.start()
+    client = redis.Redis(unix_socket_path=own_redis.socket)
+    used = int(client.info("memory")["used_memory"])
+    client.config_set("maxmemory-policy", "allkeys-lru")
+    client.config_set("maxmemory", str(used + 150_000))  # less than 60 prompts take
+    prompts = [list(range(base, base + 64)) for base in range(10_000, 70_000, 1000)]
+    first = on(own_redis)
+    for tokens in prompts:
+        assert served(first, tokens) == 0
+    settled(first)
+    assert faults(first) == {}  # every put taken: room is made by evicting others
+    assert int(client.info("stats")["evicted_keys"]) > 0
+    closed(first)
+    second = on(own_redis, write=False)  # a reader only: its writes would evict more
+    cached = [served(second, tokens) for tokens in prompts]  # each checks its bytes
+    assert sum(cached) < 64 * len(prompts) and tier(second).queued_pages == 0
+    assert set(faults(second)) <= {"missing"}  # a marker whose data was evicted
+    closed(second)
+
+
 @pytest.mark.parametrize("damage", ["evicted", "truncated", "other page"])
 def test_a_page_lost_or_damaged_after_the_query_cuts_the_restore_before_it(
         own_redis: RedisServer, damage: str) -> None:
