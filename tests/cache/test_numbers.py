@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radixkv import Allocation, CacheConfig
+from radixkv import Allocation, CacheConfig, HostTier, SlidingWindow
 from radixkv.cache.config import MAX_PAGE_SIZE
 from radixkv.errors import AllocationError, ConfigError, InvalidArgumentError
 
@@ -193,3 +193,18 @@ def test_a_hand_made_allocation_with_a_huge_state_is_refused_as_not_issued() -> 
     assert_refused(cache, AllocationError, lambda: cache.insert(seq(1, 4), forged),
                    "another cache")
     cache.release(held)
+
+
+def test_configs_take_numpy_integers_as_python_ints() -> None:
+    """Capacities computed with numpy configure a cache; every field is a Python int after."""
+    config = CacheConfig(capacity=np.int64(64), page_size=np.int32(4),
+                         components=("full", SlidingWindow(window=np.int16(8))),
+                         host=HostTier(capacity=np.uint32(128)))
+    assert config.host is not None
+    window = config.specs[1].window  # type: ignore[attr-defined]
+    assert [type(v) for v in (config.capacity, config.page_size, config.host.capacity,
+                              window)] == [int] * 4
+    cache = AuditedCache(capacity=np.int64(64), page_size=np.int32(4))
+    assert cache.allocate(8) is not None
+    with pytest.raises(ConfigError, match="must be an int"):
+        CacheConfig(capacity=np.bool_(True))

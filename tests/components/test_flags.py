@@ -1,8 +1,9 @@
 """The class flags that let the tree skip a component hook must agree with that hook.
 
-The tree trusts ``pins_whole_path``, ``pins_end_node``, ``per_token``, ``whole_when_complete``
-and ``leaf_candidates`` instead of calling their hooks on its hot paths; these tests run the
-conformance kit's flag check (:mod:`radixkv.testing.flags`) on a branched hybrid tree.
+The tree trusts ``pins_whole_path``, ``pins_end_node``, ``pins_window``, ``per_token``,
+``whole_when_complete`` and ``leaf_candidates`` instead of calling their hooks on its hot
+paths; these tests run the conformance kit's flag check (:mod:`radixkv.testing.flags`) on a
+branched hybrid tree.
 """
 
 from __future__ import annotations
@@ -38,7 +39,16 @@ def test_each_flag_agrees_with_the_hook_it_replaces_on_every_node(page: int) -> 
 
 
 def test_only_full_pins_the_whole_path_and_only_mamba_pins_its_end_node() -> None:
-    kinds = {c.name: (c.pins_whole_path, c.pins_end_node, c.per_token)
+    kinds = {c.name: (c.pins_whole_path, c.pins_end_node, c.pins_window, c.per_token)
              for c in _branched_cache(1).tree.components}
-    assert kinds == {"full": (True, False, True), "swa": (False, False, True),
-                     "mamba": (False, True, False)}
+    assert kinds == {"full": (True, False, False, True), "swa": (False, False, True, True),
+                     "mamba": (False, True, False, False)}
+
+
+def test_a_wrong_pins_window_flag_is_caught() -> None:
+    """A window component whose lock pins more than its window must not claim the flag."""
+    cache = _branched_cache(1)
+    swa = cache.tree.components[1]
+    swa.lock_boundary = lambda node, end: 0  # type: ignore[method-assign]
+    with pytest.raises(AssertionError, match="pins_window"):
+        check_flags(cache.cache)

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from radixkv import CacheConfig, PrefixCache
+from radixkv import CacheConfig, HostTier, PrefixCache
 from radixkv.errors import ConfigError, InvalidArgumentTypeError
 from radixkv.metrics import StatsLogger
 
@@ -74,3 +74,17 @@ def test_bad_settings_are_rejected() -> None:
             StatsLogger(cache, every=every)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentTypeError):
         StatsLogger(None)  # type: ignore[arg-type]
+
+
+def test_the_line_reports_the_host_tier_when_there_is_one() -> None:
+    cache = PrefixCache(CacheConfig(capacity=16, page_size=1, host=HostTier(capacity=16)))
+    logger = StatsLogger(cache, every=2)
+    run(cache, list(range(8)))
+    cache.wait()  # the backup of [0, 8) lands
+    cache.evict(full=16)  # demoted: host only
+    lease = cache.admit([*range(8), 50], load_back=True)  # 8 of 9 from the host
+    cache.wait(lease)
+    cache.finish(lease)
+    line = logger.step()
+    assert line is not None
+    assert line.endswith("; host: hit 47.1% of the tokens, usage full 56.2%")

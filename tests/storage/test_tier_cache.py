@@ -10,6 +10,7 @@ import pytest
 
 from radixkv import BlockStored, CacheConfig, HostTier, NumpyCopyEngine, PrefixCache, StorageTier
 from radixkv.errors import ConfigError
+from radixkv.metrics import StatsLogger
 from radixkv.storage import STORAGE_MEDIUM, FileStorage, FileStorageConfig
 
 from .tier_support import PAGE, Engine, engine, kv_of, layouts, serve
@@ -24,6 +25,13 @@ def store(tmp_path: Path) -> FileStorage:
 def closed(made: Engine) -> None:
     made.cache.close()
     made.audited()
+
+
+def first_engine_wrote(tmp_path: Path) -> None:
+    """An engine served PROMPT on the store under ``tmp_path`` (its 16 pages are there)."""
+    first = engine(store(tmp_path))
+    serve(first, PROMPT)
+    closed(first)
 
 
 @pytest.mark.parametrize("shape", ["full", "full+swa", "full+mamba"])
@@ -90,9 +98,7 @@ def test_storage_events_announce_pages_once_stored(tmp_path: Path) -> None:
 
 
 def test_a_remainder_below_the_threshold_asks_nothing(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    serve(first, PROMPT)
-    closed(first)
+    first_engine_wrote(tmp_path)
     second = engine(store(tmp_path), prefetch_threshold=72)
     assert serve(second, PROMPT) == 0
     stats = second.cache.stats().storage
@@ -101,9 +107,7 @@ def test_a_remainder_below_the_threshold_asks_nothing(tmp_path: Path) -> None:
 
 
 def test_best_effort_admits_now_and_a_later_request_hits(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    serve(first, PROMPT)
-    closed(first)
+    first_engine_wrote(tmp_path)
     second = engine(store(tmp_path), wait_policy="best_effort")
     assert second.cache.prefetch(PROMPT) is True
     second.audited()
@@ -124,9 +128,7 @@ def test_an_empty_store_is_a_miss_and_pins_nothing(tmp_path: Path) -> None:
 
 
 def test_no_host_room_drops_the_prefetch(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    serve(first, PROMPT)
-    closed(first)
+    first_engine_wrote(tmp_path)
     second = engine(store(tmp_path), host_capacity=32, wait_policy="wait_complete")
     assert serve(second, PROMPT) == 0
     stats = second.cache.stats().storage
@@ -135,9 +137,7 @@ def test_no_host_room_drops_the_prefetch(tmp_path: Path) -> None:
 
 
 def test_a_reset_cancels_prefetches_in_flight(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    serve(first, PROMPT)
-    closed(first)
+    first_engine_wrote(tmp_path)
     second = engine(store(tmp_path))
     assert second.cache.prefetch(PROMPT)
     second.cache.reset()
@@ -168,3 +168,35 @@ def test_layouts_must_fit_the_cache() -> None:
                     host=HostTier(capacity=64), storage=StorageTier(layouts=layouts(("full",))))
     with pytest.raises(ConfigError, match="wait policy"):
         StorageTier(layouts=layouts(("full",)), wait_policy="eventually")
+
+
+def test_a_tenant_never_reads_another_tenants_pages(tmp_path: Path) -> None:
+    first = engine(store(tmp_path), wait_policy="wait_complete")
+    lease = first.cache.admit(PROMPT, ("tenant-a", None), load_back=True)
+    first.cache.finish(lease)
+    first.cache.poll()
+    closed(first)
+    second = engine(store(tmp_path), wait_policy="wait_complete")
+    other = second.cache.admit(PROMPT, ("tenant-b", None), load_back=True)
+    second.audited()
+    assert other.cached_length == 0
+    second.cache.abort(other)
+    same = second.cache.admit(PROMPT, ("tenant-a", None), load_back=True)
+    second.audited()
+    assert same.cached_length == 64
+    second.cache.wait(same)
+    second.cache.finish(same)
+    stats = second.cache.stats().storage
+    assert stats is not None and (stats.misses, stats.restores) == (1, 1)
+    closed(second)
+
+
+def test_the_stats_line_reports_what_l3_restored_and_wrote(tmp_path: Path) -> None:
+    first_engine_wrote(tmp_path)
+    second = engine(store(tmp_path), wait_policy="wait_complete")
+    logger = StatsLogger(second.cache, every=1)
+    assert serve(second, [*PROMPT, 7, 7, 7, 7]) == 64
+    second.cache.storage.settle()  # type: ignore[union-attr]
+    line = logger.step()
+    assert line is not None and line.endswith("; L3: restored 64 tokens, wrote 1 pages, 0 faults")
+    closed(second)

@@ -196,3 +196,22 @@ def test_a_hybrid_load_back_copies_only_what_each_component_needs() -> None:
     assert swa[lease.swa_slots[:4]].tolist() == kv(seq(4, 4)).tolist()
     assert states[3].tolist() == [8, 8]
     assert [host_ledger(cache, name)["loaded"] for name in ("full", "swa", "mamba")] == [8, 4, 1]
+
+
+def test_a_lease_not_ready_refuses_a_checkpoint() -> None:
+    """The engine cannot compute a state past a prefix whose KV is still loading."""
+    cache = TierCache(delayed(3), capacity=16, components=("full", "mamba"), mamba_states=8,
+                      mamba_track_interval=4, page_size=4,
+                      host=HostTier(capacity=32, states=8))
+    lease = cache.admit(seq(0, 8))
+    cache.checkpoint(lease, 8)
+    cache.finish(lease)
+    cache.wait()
+    assert cache.evict(full=16) == {"full": 8, "mamba": 1}
+    lease = cache.admit([*seq(0, 8), *seq(50, 8)], load_back=True)
+    assert lease.cached_length == 8 and not lease.ready
+    assert_refused(cache, LeaseError, lambda: cache.checkpoint(lease, 12),
+                   match="waits for its load-back")
+    cache.wait(lease)
+    assert cache.checkpoint(lease, 12) >= 0
+    cache.finish(lease)

@@ -16,7 +16,7 @@ from ..components import (
 )
 from ..components.dependencies import check_order, supported_combinations
 from ..components.spec import check_int
-from ..core.config import TreeConfig
+from ..core.config import TreeConfig, normalise_ints
 from ..errors import ConfigError
 from ..storage.config import StorageTier
 from ..tiers.config import HostTier
@@ -89,6 +89,7 @@ class CacheConfig:
     specs: tuple[ComponentSpec, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        normalise_ints(self)
         tree = self.tree_config()  # validates page_size, policy and ttl
         if tree.page_size > MAX_PAGE_SIZE:
             raise ConfigError(f"page_size must be <= {MAX_PAGE_SIZE}, got {tree.page_size}")

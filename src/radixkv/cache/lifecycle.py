@@ -134,8 +134,10 @@ class Lifecycle(LoadBack):
         """Allocate a state slot for the state after ``position`` tokens (a page boundary
         past what the tree holds for the lease); the engine saves the state there and the
         tree takes it at commit/finish. Raises :class:`LeaseError` on a cache without a
-        state component, :class:`OutOfSlotsError` when no state slot can be freed."""
+        state component or for a lease still waiting for its load-back,
+        :class:`OutOfSlotsError` when no state slot can be freed."""
         self._check_active(lease)
+        self._check_ready(lease)
         if self._state is None:
             raise LeaseError("this cache has no state component")
         position = as_int("position", position, lease.tree_owned + 1, lease.num_tokens)

@@ -56,6 +56,11 @@ class Component(ABC):
     """True if :meth:`lock_boundary` is always the node's start: a lock pins only the node
     it ends in (the tree then skips the call and the walk)."""
 
+    pins_window: ClassVar[bool] = False
+    """True if :meth:`lock_boundary` is the start of the first node, going up from the
+    lock's node, that starts at or before :meth:`window_start` of the lock's end (the tree
+    then finds it while pinning, in one walk)."""
+
     lost_reason: ClassVar[str] = "cut"
     """What a prefix this component cuts short lost, in stats and metrics (FULL:
     ``evicted``, a window component: ``tombstone``, MAMBA: ``no_state``)."""

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..core.config import normalise_ints
 from ..errors import ConfigError
 
 
@@ -60,6 +61,9 @@ class ComponentSpec:
     name: ClassVar[str]
     primary: ClassVar[bool] = False
     windowed: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        normalise_ints(self)
 
     def validate(self, shape: CacheShape) -> None:
         """Raise :class:`ConfigError` unless this spec's parameters fit ``shape``; pure."""

@@ -37,6 +37,7 @@ class WindowedComponent(Component):
     """
 
     whole_when_complete = True
+    pins_window = True
     lost_reason = "tombstone"
 
     def token_input(self, slots: np.ndarray, dropped: int) -> object:

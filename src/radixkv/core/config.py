@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+
+import numpy as np
 
 from ..errors import ConfigError
 from .hashing import page_hash
 from .policy import POLICIES
+
+
+def normalise_ints(config: object) -> None:
+    """Replace the numpy integer fields of a frozen dataclass by Python ints, before it
+    validates: numbers are converted once, at the boundary (bools and anything else are
+    left for the validation to judge)."""
+    for item in fields(config):  # type: ignore[arg-type]
+        value = getattr(config, item.name, None)
+        if isinstance(value, np.integer):
+            object.__setattr__(config, item.name, int(value))
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,7 @@ class TreeConfig:
     page_hash: str = "sha256"
 
     def __post_init__(self) -> None:
+        normalise_ints(self)
         if isinstance(self.page_size, bool) or not isinstance(self.page_size, int):
             raise ConfigError(f"page_size must be an int, got {self.page_size!r}")
         if self.page_size < 1:

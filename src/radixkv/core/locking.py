@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import LockError
 from .node import Node
-from .state import NODE, PATH, TreeState
+from .state import NODE, PATH, WINDOW, TreeState
 from .types import Lock, TreeMatch
 
 if TYPE_CHECKING:  # components import the node module of this package
@@ -36,6 +36,13 @@ class Locker(TreeState):
                 protected[index] += (self._pin(node, index, 0) if holes[index]
                                      else _pin_path(node, index))
                 boundaries.append(0)
+                continue
+            if mode is WINDOW:
+                target = self.components[index].window_start(
+                    start + node.length if end is None else end)
+                pinned, boundary = _pin_window(node, index, target)
+                protected[index] += pinned
+                boundaries.append(boundary)
                 continue
             boundary = start if mode is NODE else self.components[index].lock_boundary(
                 node, start + node.length if end is None else end)
@@ -173,6 +180,22 @@ def _pin_path(node: Node, index: int) -> int:
         locks[index] = 1
         node, parent = parent, parent.parent
     return end
+
+
+def _pin_window(node: Node, index: int, target: int) -> tuple[int, int]:
+    """Pin ``node`` and its ancestors up to the first that starts at or before ``target``
+    (the top node starts at 0, so the walk ends below the root); the tokens newly locked
+    and that node's start, the lock's boundary. bench lock_unlock (full+swa): one walk
+    instead of a boundary walk and a pinning walk."""
+    protected, current = 0, node
+    while True:
+        locks = current.locks
+        locks[index] += 1
+        if locks[index] == 1 and current.values[index] is not None:
+            protected += current.length
+        if current.start <= target:
+            return protected, current.start
+        current = current.parent  # type: ignore[assignment]
 
 
 def _unpin_path(node: Node, index: int) -> int:

@@ -28,7 +28,7 @@ _NODE_IDS = itertools.count(1)
 """Node ids of every tree in the process: a handle from another cache is never a node of
 this one (so it reads as stale, never as an unrelated node)."""
 
-PATH, NODE, BOUNDARY = "path", "node", "boundary"
+PATH, NODE, WINDOW, BOUNDARY = "path", "node", "window", "boundary"
 """How a component's lock reaches up from its node: the whole path with per-token sizes,
 the node alone, or up to the boundary its ``lock_boundary`` computes."""
 
@@ -37,6 +37,8 @@ def lock_mode(component: Component) -> str:
     """The lock mode of ``component``, from its class flags."""
     if component.pins_whole_path and component.per_token:
         return PATH
+    if component.pins_window and component.per_token:
+        return WINDOW
     return NODE if component.pins_end_node else BOUNDARY
 
 

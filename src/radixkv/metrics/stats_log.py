@@ -58,7 +58,25 @@ def summary(before: CacheStats, now: CacheStats) -> str:
         for kind, c in now.components.items())
     return (f"prefix cache: {now.admitted - before.admitted} requests, {queried} tokens, "
             f"hit {_share(hits, queried)} (missed: {missed or 'none'}); usage {usage}; "
-            f"evicted {evicted}")
+            f"evicted {evicted}{_tiers(before, now, queried)}")
+
+
+def _tiers(before: CacheStats, now: CacheStats, queried: int) -> str:
+    """The host tier's and the storage tier's part of the line (empty without them)."""
+    parts = ""
+    host, was = now.host, before.host
+    if host is not None and was is not None:
+        usage = ", ".join(
+            f"{kind} {_share(c.pool_capacity - c.pool_available, c.pool_capacity)}"
+            for kind, c in host.components.items())
+        parts += (f"; host: hit {_share(host.host_hit_tokens - was.host_hit_tokens, queried)}"
+                  f" of the tokens, usage {usage}")
+    storage, old = now.storage, before.storage
+    if storage is not None and old is not None:
+        parts += (f"; L3: restored {storage.restored_tokens - old.restored_tokens} tokens, "
+                  f"wrote {storage.written_pages - old.written_pages} pages, "
+                  f"{storage.faults - old.faults} faults")
+    return parts
 
 
 def _share(part: int, whole: int) -> str:

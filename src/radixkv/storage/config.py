@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..components.spec import check_int
+from ..core.config import normalise_ints
 from ..errors import ConfigError, ConfigTypeError
 from .layout import StorageLayout
 
@@ -41,6 +42,7 @@ class StorageTier:
     write: bool = True
 
     def __post_init__(self) -> None:
+        normalise_ints(self)
         layouts = self.layouts
         if isinstance(layouts, StorageLayout) or not isinstance(layouts, Sequence):
             raise ConfigTypeError("StorageTier.layouts must be a sequence of StorageLayout")

@@ -1,9 +1,10 @@
 """The fast-path flags of a component must agree with the hooks they let the tree skip.
 
-The tree trusts ``pins_whole_path``, ``pins_end_node``, ``per_token``, ``whole_when_complete``
-and ``leaf_candidates`` instead of calling ``lock_boundary`` / ``value_size`` /
-``usable_length`` / ``is_candidate`` on its hot paths. :func:`check_flags` compares each flag
-with its hook on every node of a tree; :func:`flags_test` does so on random trees.
+The tree trusts ``pins_whole_path``, ``pins_end_node``, ``pins_window``, ``per_token``,
+``whole_when_complete`` and ``leaf_candidates`` instead of calling ``lock_boundary`` /
+``value_size`` / ``usable_length`` / ``is_candidate`` on its hot paths. :func:`check_flags`
+compares each flag with its hook on every node of a tree; :func:`flags_test` does so on
+random trees.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def _check_node(component: Component, node: Node, complete: bool) -> None:
             assert boundary == 0, (name, node.id, end, "pins_whole_path")
         if component.pins_end_node:
             assert boundary == node.start, (name, node.id, end, "pins_end_node")
+        if component.pins_window:
+            assert boundary == _window_node(node, component.window_start(end)).start, \
+                (name, node.id, end, "pins_window")
         if component.whole_when_complete and whole:
             assert component.usable_length(path, end) == end, \
                 (name, node.id, end, "whole_when_complete")
@@ -50,6 +54,13 @@ def _check_node(component: Component, node: Node, complete: bool) -> None:
         assert component.value_size(node) == node.length, (name, node.id, "per_token")
     if component.leaf_candidates and complete and component.is_candidate(node):
         assert not node.children, (name, node.id, "leaf_candidates")
+
+
+def _window_node(node: Node, target: int) -> Node:
+    """The first node from ``node`` up that starts at or before ``target``."""
+    while node.start > target and node.parent is not None:
+        node = node.parent
+    return node
 
 
 def _path(node: Node) -> list[Node]:

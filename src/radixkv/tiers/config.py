@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from ..components.spec import check_int
+from ..core.config import normalise_ints
 from ..errors import ConfigError
 
 WRITE_POLICIES = {"write_through": 1, "write_through_selective": 2, "write_back": None}
@@ -43,6 +44,7 @@ class HostTier:
     threshold: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        normalise_ints(self)
         check_int("host capacity", self.capacity, 0)
         check_int("host states", self.states, 0)
         if self.write_policy not in WRITE_POLICIES:

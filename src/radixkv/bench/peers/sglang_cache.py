@@ -64,10 +64,23 @@ class SGLangCache:
         self.rows.alloc([req])
         return req
 
+    def _state(self) -> Any:
+        """One MAMBA state slot for an insert, straight from SGLang's state allocator (a
+        request row per insert, never freed, ran the request pool dry after 5,100 inserts
+        of the short-prompt workload); evicts states when none is free."""
+        allocator = self.rows.mamba_allocator
+        state = allocator.alloc(1)
+        if state is None:
+            self.tree.evict(self.EvictParams(num_tokens=0, mamba_num=1))
+            state = allocator.alloc(1)
+        if state is None:
+            raise RuntimeError("SGLang's MAMBA state pool is full and nothing is evictable")
+        return state
+
     def _insert(self, seq: list[int], slots: Any) -> None:
         params = self.InsertParams(key=self.RadixKey(array("q", seq)), value=slots)
         if self.mamba:
-            params.mamba_value = self._request([]).kv.mamba_pool_idx.unsqueeze(0)
+            params.mamba_value = self._state()
         self.tree.insert(params)
         tail = len(seq) - len(seq) % self.page
         if tail < len(seq):
