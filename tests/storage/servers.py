@@ -38,6 +38,16 @@ def wait_until(probe: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+def eventually(probe: Callable[[], bool], timeout: float = 15.0) -> bool:
+    """Whether ``probe()`` comes true within ``timeout`` seconds (tried every 0.2 s)."""
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def missing(program: str) -> str | None:
     """Why ``program`` cannot run here, or ``None`` when it can."""
     if program.startswith("mooncake"):

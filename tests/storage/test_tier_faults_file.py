@@ -19,6 +19,7 @@ from .fault_support import (
     queried,
     reset_whole,
     served,
+    settled,
     tier,
 )
 from .tier_support import PAGE, Engine, engine
@@ -91,8 +92,7 @@ def test_a_damaged_page_file_is_a_corrupt_miss_and_the_next_write_repairs_it(
 def test_a_store_smaller_than_a_page_refuses_every_put_as_full(tmp_path: Path) -> None:
     first = engine(store(tmp_path, capacity=64))
     assert served(first, PROMPT) == 0
-    assert first.cache.storage is not None
-    first.cache.storage.settle()
+    settled(first)
     stats = tier(first)
     assert (stats.queued_pages, stats.written_pages, stats.failed_pages) == (16, 0, 16)
     assert faults(first) == {"full": 16}
@@ -139,8 +139,7 @@ def test_the_directory_removed_mid_run_costs_failed_writes_and_misses(tmp_path: 
     shutil.rmtree(tmp_path / "l3")
     for tokens in PROMPTS[:2]:
         assert served(second, tokens) == 0
-    assert second.cache.storage is not None
-    second.cache.storage.settle()
+    settled(second)
     stats = tier(second)
     assert (stats.misses, stats.written_pages, stats.failed_pages) == (2, 0, 32)
     assert faults(second) == {"error": 32}

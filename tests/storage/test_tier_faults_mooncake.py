@@ -1,13 +1,11 @@
 """Mooncake faults through whole caches, each test on a cluster of its own: the master down
-at start, killed between an L3 query and its read, an object removed after the query, a
-faulty writer's damaged object. The caches keep serving the right bytes, hold nothing, and
+at start, killed between an L3 query and its read and restarted, an object removed after
+the query, a faulty writer's damaged object. The caches keep serving the right bytes, hold nothing, and
 count every fault."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -26,7 +24,7 @@ from .fault_support import (
     tier,
     written,
 )
-from .servers import LEASE_MS, MooncakeCluster, missing, mooncake_backend
+from .servers import LEASE_MS, MooncakeCluster, eventually, missing, mooncake_backend
 from .tier_support import PAGE, ROW, Engine, engine
 
 pytestmark = pytest.mark.skipif(missing("mooncake_master") is not None,
@@ -34,27 +32,8 @@ pytestmark = pytest.mark.skipif(missing("mooncake_master") is not None,
 RETRY = 0.5
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[MooncakeCluster]:
-    """A cluster of this test alone (not started: the test may start it late)."""
-    own = MooncakeCluster(tmp_path / "mooncake", segment="16 MB")
-    try:
-        yield own
-    finally:
-        own.stop()
-
-
 def on(cluster: MooncakeCluster) -> Engine:
     return engine(mooncake_backend(cluster, retry_after_s=RETRY), wait_policy="wait_complete")
-
-
-def eventually(probe: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
 
 
 def written_once_back(made: Engine) -> list[int]:
@@ -73,28 +52,28 @@ def written_once_back(made: Engine) -> list[int]:
 
 
 def test_a_master_down_at_start_costs_misses_and_later_requests_hit(
-        cluster: MooncakeCluster) -> None:
-    first = on(cluster)
+        own_cluster: MooncakeCluster) -> None:
+    first = on(own_cluster)
     assert served(first, PROMPTS[0]) == 0
     settled(first)
     stats = tier(first)
     assert (stats.misses, stats.written_pages, stats.failed_pages) == (1, 0, 16)
     assert set(faults(first)) == {"unavailable"} and faults(first)["unavailable"] >= 32
-    cluster.start()
+    own_cluster.start()
     tokens = written_once_back(first)
-    second = on(cluster)
+    second = on(own_cluster)
     assert served(second, tokens) == 64 and faults(second) == {}
     closed(first)
     closed(second)
 
 
 def test_a_master_killed_between_query_and_read_is_a_miss_then_restarted_hits(
-        cluster: MooncakeCluster) -> None:
-    cluster.start()
-    written(lambda: on(cluster), PROMPTS[0])
-    second = on(cluster)
+        own_cluster: MooncakeCluster) -> None:
+    own_cluster.start()
+    written(lambda: on(own_cluster), PROMPTS[0])
+    second = on(own_cluster)
     queried(second, PROMPTS[0])
-    cluster.master.kill()
+    own_cluster.master.kill()
     second.cache.wait()
     nothing_held(second)
     stats = tier(second)
@@ -103,9 +82,9 @@ def test_a_master_killed_between_query_and_read_is_a_miss_then_restarted_hits(
     assert stats.misses == 1
     assert set(faults(second)) == {"unavailable"} and faults(second)["unavailable"] >= 16
     assert served(second, PROMPTS[0]) == 0
-    cluster.start_master()  # a new master knows no objects; the segment re-mounts
+    own_cluster.start_master()  # a new master knows no objects; the segment re-mounts
     tokens = written_once_back(second)
-    third = on(cluster)
+    third = on(own_cluster)
     assert served(third, PROMPTS[0]) == 0 and served(third, tokens) == 64
     assert faults(third) == {}
     reset_whole(second)
@@ -114,13 +93,13 @@ def test_a_master_killed_between_query_and_read_is_a_miss_then_restarted_hits(
 
 
 def test_an_object_removed_after_the_query_cuts_the_restore_before_it(
-        cluster: MooncakeCluster) -> None:
-    cluster.start()
-    written(lambda: on(cluster), PROMPTS[0])
-    second = on(cluster)
+        own_cluster: MooncakeCluster) -> None:
+    own_cluster.start()
+    written(lambda: on(own_cluster), PROMPTS[0])
+    second = on(own_cluster)
     queried(second, PROMPTS[0])
     time.sleep(2 * LEASE_MS / 1000)  # the lease the query took blocks removal until it ends
-    other = mooncake_backend(cluster)
+    other = mooncake_backend(own_cluster)
     other.remove(full_keys(PROMPTS[0])[6:7])
     other.close()
     second.cache.wait()
@@ -132,19 +111,19 @@ def test_an_object_removed_after_the_query_cuts_the_restore_before_it(
 
 
 @pytest.mark.parametrize("damage", ["truncated", "other page"])
-def test_a_faulty_writers_object_is_a_corrupt_miss(cluster: MooncakeCluster,
+def test_a_faulty_writers_object_is_a_corrupt_miss(own_cluster: MooncakeCluster,
                                                    damage: str) -> None:
-    cluster.start()
+    own_cluster.start()
     names = full_keys(PROMPTS[0])
     payload = bytes(PAGE * ROW[0] * ROW[1] * 4)
     blob = frame(names[5], payload)[:-5] if damage == "truncated" else frame(names[6], payload)
-    faulty = mooncake_backend(cluster)
+    faulty = mooncake_backend(own_cluster)
     faulty._connected().put_batch([names[5]], [blob])  # first: the key then keeps it
     faulty.close()
-    first = on(cluster)
+    first = on(own_cluster)
     assert served(first, PROMPTS[0]) == 0
     closed(first)
-    second = on(cluster)
+    second = on(own_cluster)
     assert served(second, PROMPTS[0]) == 5 * PAGE
     assert faults(second) == {"corrupt": 1}
     assert (tier(second).hit_pages, tier(second).restores) == (16, 1)
