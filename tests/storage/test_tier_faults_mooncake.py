@@ -1,7 +1,7 @@
 """Mooncake faults through whole caches, each test on a cluster of its own: the master down
 at start, killed between an L3 query and its read and restarted, an object removed after
-the query, a faulty writer's damaged object. The caches keep serving the right bytes, hold nothing, and
-count every fault."""
+the query, a faulty writer's damaged object. The caches keep serving the right bytes,
+hold nothing, and count every fault."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Redis faults through whole caches on a redis-server of each test's own: down at start,
 killed between writes and between an L3 query and its read, restarted, paused past the
 socket timeout (reads, and write-back puts), full under noeviction, pages evicted under
-maxmemory, a page evicted between exists and get, a damaged value. The caches keep serving the right bytes, hold nothing, and count every fault."""
+maxmemory, a page evicted between exists and get, a damaged value. The caches keep serving
+the right bytes, hold nothing, and count every fault."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@ directory, with page files deleted or damaged under them.
 
 Each run draws the components (FULL, FULL+SWA, FULL+MAMBA), the host write policy, the
 wait policy, the copy engine's delays and failure rate (failed backups and load-backs),
-the pool sizes (small: eviction, demotion, host eviction and no-room are frequent) and
-requests the second engine served first. Rules: admit with load-back, finish (the engine
+the pool sizes (small: eviction, demotion, host eviction and no-room are frequent), a size
+cap on the store (each engine's cleanup then removes pages under the other) and requests
+the second engine served first. Rules: admit with load-back, finish (the engine
 computes what was not cached, MAMBA checkpoints included), a whole request, abort, device
 and host eviction, poll, wait (all, or one lease), prefetch, reset, and the faults: a page
 file of any component deleted, truncated, or replaced by another page's. After every
@@ -73,17 +74,21 @@ class TwoEngines(RuleBasedStateMachine):
                 wait=st.sampled_from(("best_effort", "wait_complete", "timeout")),
                 seed=st.integers(0, 2**16), delay=st.integers(0, 2),
                 failures=st.sampled_from((0.0, 0.0, 0.2)),
+                cap=st.sampled_from((None, None, 4000)),
                 capacity=st.sampled_from((64, 128)), host=st.sampled_from((48, 96, 256)),
                 warm=st.lists(prompts, max_size=6))
     def setup(self, shape: str, write: str, wait: str, seed: int, delay: int,
-              failures: float, capacity: int, host: int, warm: list[list[int]]) -> None:
+              failures: float, cap: int | None, capacity: int, host: int,
+              warm: list[list[int]]) -> None:
+        if cap is not None:  # each engine's LRU cleanup removes pages under the other
+            self.injected.add("missing")
         for index in range(2):
             copies = NumpyCopyConfig(delay_polls=delay, seed=seed + index,
                                      failure_rate=failures)
             self.engines.append(engine(
-                FileStorage(FileStorageConfig(root=self.root)), shape, capacity=capacity,
-                host_capacity=host, write_policy=write, copies=copies, wait_policy=wait,
-                timeout_s=0.05))
+                FileStorage(FileStorageConfig(root=self.root, capacity_bytes=cap)), shape,
+                capacity=capacity, host_capacity=host, write_policy=write, copies=copies,
+                wait_policy=wait, timeout_s=0.05))
         for tokens in warm:  # the second engine served these: their pages are in the store
             self.serve(1, tokens)
         storage = self.engines[1].cache.storage
@@ -260,4 +265,4 @@ class TwoEngines(RuleBasedStateMachine):
 
 def test_two_engines_on_one_store_with_damaged_pages_never_read_wrong_bytes() -> None:
     run_state_machine_as_test(TwoEngines, settings=settings(
-        max_examples=150, stateful_step_count=40, deadline=None, derandomize=True))
+        max_examples=120, stateful_step_count=40, deadline=None, derandomize=True))
