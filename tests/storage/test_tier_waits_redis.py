@@ -1,8 +1,8 @@
 """The wait policies against a slow store: a redis-server of each test's own, paused
 (SIGSTOP) while an L3 query or its reads are in flight. best_effort admits at once,
 wait_complete waits for the answer, timeout returns after about timeout_s with what
-arrived and leaves the rest in flight or draining; a reset or close meanwhile leaves the
-pools whole."""
+arrived (pages an earlier prefetch brought) and leaves the rest in flight or draining; a
+reset or close meanwhile leaves the pools whole."""
 
 from __future__ import annotations
 
@@ -90,6 +90,30 @@ def test_timeout_admits_after_timeout_s_and_frees_the_late_reads_slots(
     nothing_held(second)
     stats = tier(second)
     assert (stats.lookups, stats.hit_pages, stats.misses, stats.restores) == (1, 16, 1, 0)
+    assert faults(second) == {}
+    closed(second)
+
+
+def test_timeout_admits_with_what_arrived_before_the_store_paused(
+        own_redis: RedisServer) -> None:
+    own_redis.start()
+    written_to(own_redis, PROMPTS[0])
+    second = on(own_redis, wait_policy="timeout", timeout_s=0.4)
+    assert second.cache.prefetch(PROMPTS[0][:32])
+    second.cache.wait()  # the first 8 pages arrived and wait on the host
+    assert tier(second).restored_tokens == 32
+    own_redis.process.signal(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        lease = admitted(second, PROMPTS[0])  # asks L3 for the other 8 pages: no answer
+        assert 0.4 <= time.monotonic() - started < 1.5 and lease.cached_length == 32
+        finished(second, lease, PROMPTS[0])
+    finally:
+        own_redis.process.signal(signal.SIGCONT)
+    second.cache.wait()  # the late answer finds the prompt cached: nothing to attach
+    nothing_held(second)
+    stats = tier(second)
+    assert (stats.prefetches, stats.lookups, stats.restores, stats.not_attached) == (2, 2, 1, 1)
     assert faults(second) == {}
     closed(second)
 
