@@ -51,7 +51,8 @@ def host_workload() -> list[RequestSpec]:
 class EagerLoadEngine(Engine):
     """Broken: computes as soon as a request is admitted, without waiting for its
     load-back to be acknowledged (so it reads whatever its device slots held before the
-    copy lands); it waits only where the cache insists, before its first commit."""
+    copy lands); it waits only where the cache insists, before its first commit or
+    checkpoint."""
 
     def _start(self, spec: RequestSpec, prompt: tuple[int, ...]) -> Any:
         run = super()._start(spec, prompt)
@@ -63,6 +64,11 @@ class EagerLoadEngine(Engine):
         if not run.lease.ready:
             self.cache.wait(run.lease)
         super()._commit(run, length)
+
+    def _checkpoint(self, run: Any) -> bool:
+        if not run.lease.ready:
+            self.cache.wait(run.lease)
+        return super()._checkpoint(run)
 
 
 class DroppingCopyEngine(NumpyCopyEngine):
