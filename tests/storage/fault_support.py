@@ -44,16 +44,16 @@ def state_of(tokens: list[int]) -> np.ndarray:
     return np.full(ROW, sum(tokens) * 64 + len(tokens), np.float32)
 
 
-def per_token(made: Engine) -> list[tuple[int, str]]:
-    """Index and name of each per-token component: the ones whose rows are ``kv_of``."""
-    return [(c.index, c.name) for c in made.cache.tree.components if c.per_token]
+def per_token(made: Engine) -> list[str]:
+    """The per-token components: the ones whose rows are ``kv_of``."""
+    return [c.name for c in made.cache.tree.components if c.per_token]
 
 
 def lease_rows_right(made: Engine, lease: Lease) -> None:
     """A ready lease's cached prefix holds the rows of its tokens, in every per-token
     component (a window component: from the first token it still lends)."""
     cached, rows = lease.cached_length, kv_of(lease.tokens.tolist())
-    for _index, name in per_token(made):
+    for name in per_token(made):
         first = lease.start_of(name)
         slots = lease.slots_of(name)[: max(0, cached - first)]
         np.testing.assert_array_equal(made.device[name][slots],
@@ -65,8 +65,9 @@ def lease_rows_right(made: Engine, lease: Lease) -> None:
 
 
 def tree_rows_right(made: Engine) -> None:
-    """Every per-token value the tree holds, on either tier, holds the rows of its tokens
-    (but a copy's destination still in flight): what came from L3 included."""
+    """Every value the tree holds, on either tier, holds the rows of its tokens (a MAMBA
+    value: the state after them), but a copy's destination still in flight: what came from
+    L3 included."""
     tree = made.cache.tree
     count = len(tree.components)
     for node in tree.nodes.values():
@@ -90,7 +91,7 @@ def computed(made: Engine, lease: Lease) -> None:
     and with MAMBA the state at its last page end, checkpointed (skipped without room)."""
     tokens = lease.tokens.tolist()
     cached, rows = lease.cached_length, kv_of(tokens)
-    for _index, name in per_token(made):
+    for name in per_token(made):
         first = lease.start_of(name)
         begin = max(cached, first)
         made.device[name][lease.slots_of(name)[begin - first :]] = rows[begin:]

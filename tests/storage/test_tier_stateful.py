@@ -104,7 +104,7 @@ class TwoEngines(RuleBasedStateMachine):
         try:
             lease = self.engines[side].cache.admit(tokens, load_back=True)
         except OutOfSlotsError:
-            return  # nothing changed (the invariants check it)
+            return  # refused with nothing changed: the invariant audits the cache
         self.leases[side].append(lease)
 
     @rule(side=which, tokens=prompts)
