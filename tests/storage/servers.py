@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from radixkv.storage import MooncakeStorage, MooncakeStorageConfig
 from radixkv.storage.servers import (
     LEASE_MS,
@@ -14,8 +17,18 @@ from radixkv.storage.servers import (
     wait_until,
 )
 
-__all__ = ["LEASE_MS", "MooncakeCluster", "Process", "RedisServer", "free_port", "missing",
-           "mooncake_backend", "wait_until"]
+__all__ = ["LEASE_MS", "MooncakeCluster", "Process", "RedisServer", "eventually", "free_port",
+           "missing", "mooncake_backend", "wait_until"]
+
+
+def eventually(probe: Callable[[], bool], timeout: float = 15.0) -> bool:
+    """Whether ``probe()`` comes true within ``timeout`` seconds (tried every 0.2 s)."""
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def mooncake_backend(cluster: MooncakeCluster, **settings: object) -> MooncakeStorage:
