@@ -17,11 +17,12 @@ from radixkv.metrics import (
     HOST_METRICS,
     PRESETS,
     PUBLISHER_METRICS,
+    STORAGE_METRICS,
     CacheCollector,
     MetricsExporter,
 )
 
-SPECS = CACHE_METRICS + HOST_METRICS + PUBLISHER_METRICS
+SPECS = CACHE_METRICS + HOST_METRICS + STORAGE_METRICS + PUBLISHER_METRICS
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

@@ -45,6 +45,30 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         server.stop()
 
 
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of one test alone, not started (the test may start it late, kill,
+    pause or fill it)."""
+    _require("redis-server")
+    server = RedisServer(tmp_path / "own-redis")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Iterator[MooncakeCluster]:
+    """A Mooncake cluster of one test alone (a 16 MB segment), not started (the test may
+    start it late, or kill its master or segment holder)."""
+    _require("mooncake_master")
+    cluster = MooncakeCluster(tmp_path / "own-mooncake", segment="16 MB")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture(scope="session")
 def mooncake_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MooncakeCluster]:
     _require("mooncake_master")

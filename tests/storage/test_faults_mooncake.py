@@ -5,8 +5,6 @@ Each reads as misses, is counted, and never raises."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ import pytest
 from radixkv.storage import MooncakeStorage
 from radixkv.storage.framing import frame
 
-from .servers import LEASE_MS, MooncakeCluster, missing, mooncake_backend
+from .servers import LEASE_MS, MooncakeCluster, eventually, missing, mooncake_backend
 from .support import PAGE, ROW, assert_hits_exact, empty, host, keys, rows
 
 pytestmark = pytest.mark.skipif(missing("mooncake_master") is not None,
@@ -22,28 +20,9 @@ pytestmark = pytest.mark.skipif(missing("mooncake_master") is not None,
 RETRY = 0.5
 
 
-@pytest.fixture
-def own_cluster(tmp_path: Path) -> Iterator[MooncakeCluster]:
-    """A cluster of this test alone (its master may be killed; its segment is small)."""
-    cluster = MooncakeCluster(tmp_path / "mooncake", segment="16 MB")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
 def raw(cluster: MooncakeCluster) -> MooncakeStorage:
     """A second client, for what another (faulty) writer would do."""
     return mooncake_backend(cluster)
-
-
-def eventually(probe: Callable[[], bool], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
 
 
 def test_a_master_down_at_start_costs_misses_and_recovers_when_it_starts(

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,16 +27,6 @@ def wide(pages: int) -> np.ndarray:
     return np.random.default_rng(1).standard_normal((pages * PAGE, *WIDE)).astype(np.float16)
 
 
-@pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[RedisServer]:
-    """A redis-server of this test alone (it may be killed, paused or filled)."""
-    server = RedisServer(tmp_path / "redis")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def storage_of(server: RedisServer, **settings: object) -> RedisStorage:
     config = RedisStorageConfig(unix_socket=server.socket, timeout_s=0.5, retry_after_s=RETRY,
                                 **settings)  # type: ignore[arg-type]
@@ -50,30 +38,30 @@ def raw(server: RedisServer) -> redis.Redis:
 
 
 def test_a_server_down_at_start_costs_misses_and_recovers_when_it_starts(
-        own_server: RedisServer) -> None:
-    storage, names, source = storage_of(own_server), keys(2), host(2)
+        own_redis: RedisServer) -> None:
+    storage, names, source = storage_of(own_redis), keys(2), host(2)
     assert storage.put_from(names, rows(source, range(2))) == [False, False]
     assert storage.exists_prefix(names) == 0
     assert storage.get_into(names, rows(empty(2), range(2))) == [False, False]
     assert storage.stats().faults["unavailable"] == 6
-    own_server.start()
+    own_redis.start()
     time.sleep(RETRY)
     assert storage.put_from(names, rows(source, range(2))) == [True, True]
     assert storage.exists_prefix(names) == 2
 
 
 def test_a_server_killed_mid_run_then_restarted_reads_as_misses(
-        own_server: RedisServer) -> None:
-    own_server.start()
-    storage, names, source = storage_of(own_server), keys(3), host(3)
+        own_redis: RedisServer) -> None:
+    own_redis.start()
+    storage, names, source = storage_of(own_redis), keys(3), host(3)
     assert storage.put_from(names, rows(source, range(3))) == [True] * 3
-    own_server.process.kill()
+    own_redis.process.kill()
     target = empty(3)
     assert storage.get_into(names, rows(target, range(3))) == [False] * 3
     assert storage.exists_prefix(names) == 0  # within retry_after: not even tried
     assert not target.any()
     assert storage.stats().faults["unavailable"] == 6
-    own_server.start()  # no persistence: the restarted server is empty
+    own_redis.start()  # no persistence: the restarted server is empty
     time.sleep(RETRY)
     assert storage.exists_prefix(names) == 0
     assert storage.put_from(names, rows(source, range(3))) == [True] * 3
@@ -82,11 +70,11 @@ def test_a_server_killed_mid_run_then_restarted_reads_as_misses(
 
 
 def test_a_paused_server_times_out_without_blocking_the_submitting_thread(
-        own_server: RedisServer) -> None:
-    own_server.start()
-    storage, names = storage_of(own_server), keys(2)
+        own_redis: RedisServer) -> None:
+    own_redis.start()
+    storage, names = storage_of(own_redis), keys(2)
     storage.put_from(names, rows(host(2), range(2)))
-    own_server.process.signal(signal.SIGSTOP)
+    own_redis.process.signal(signal.SIGSTOP)
     try:
         with StorageWorker(storage) as worker:
             started = time.monotonic()
@@ -97,14 +85,14 @@ def test_a_paused_server_times_out_without_blocking_the_submitting_thread(
             assert submitted < 0.1 <= 0.4 <= waited
             assert worker.stats().faults["timeout"] == 2
     finally:
-        own_server.process.signal(signal.SIGCONT)
+        own_redis.process.signal(signal.SIGCONT)
 
 
-def test_a_full_store_under_noeviction_refuses_puts_as_full(own_server: RedisServer) -> None:
-    own_server.start()
-    raw(own_server).config_set("maxmemory", "2mb")
-    raw(own_server).config_set("maxmemory-policy", "noeviction")
-    storage, count = storage_of(own_server), 600
+def test_a_full_store_under_noeviction_refuses_puts_as_full(own_redis: RedisServer) -> None:
+    own_redis.start()
+    raw(own_redis).config_set("maxmemory", "2mb")
+    raw(own_redis).config_set("maxmemory-policy", "noeviction")
+    storage, count = storage_of(own_redis), 600
     names, source = keys(count), wide(count)
     flags = storage.put_from(names, rows(source, range(count)))
     refused = flags.count(False)
@@ -116,11 +104,11 @@ def test_a_full_store_under_noeviction_refuses_puts_as_full(own_server: RedisSer
 
 
 def test_pages_evicted_under_maxmemory_read_as_misses_never_as_wrong_data(
-        own_server: RedisServer) -> None:
-    own_server.start()
-    raw(own_server).config_set("maxmemory", "2mb")
-    raw(own_server).config_set("maxmemory-policy", "allkeys-random")
-    storage, count = storage_of(own_server), 600
+        own_redis: RedisServer) -> None:
+    own_redis.start()
+    raw(own_redis).config_set("maxmemory", "2mb")
+    raw(own_redis).config_set("maxmemory-policy", "allkeys-random")
+    storage, count = storage_of(own_redis), 600
     names, source = keys(count), wide(count)
     assert storage.put_from(names, rows(source, range(count))) == [True] * count
     target = np.zeros_like(source)

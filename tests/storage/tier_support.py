@@ -11,6 +11,7 @@ import numpy as np
 from radixkv import (
     CacheConfig,
     HostTier,
+    NumpyCopyConfig,
     NumpyCopyEngine,
     PrefixCache,
     StorageLayout,
@@ -48,23 +49,24 @@ def layouts(names: tuple[str, ...]) -> tuple[StorageLayout, ...]:
 
 def engine(backend: StorageBackend, shape: str = "full", *, capacity: int = 256,
            host_capacity: int = 512, write_policy: str = "write_through",
-           **storage: Any) -> Engine:
-    """A cache with device ``capacity`` and host ``host_capacity`` slots over ``backend``."""
+           copies: NumpyCopyConfig | None = None, **storage: Any) -> Engine:
+    """A cache with device ``capacity`` and host ``host_capacity`` slots over ``backend``
+    (its copy engine configured by ``copies``; ``storage``: StorageTier's settings)."""
     extra = SHAPES[shape]
     names = tuple(extra.get("components", ("full",)))
-    copies = NumpyCopyEngine()
+    copier = NumpyCopyEngine(copies)
     device = {name: np.zeros((32 if name == "mamba" else capacity, *ROW), np.float32)
               for name in names}
     host = {name: np.zeros((32 if name == "mamba" else host_capacity, *ROW), np.float32)
             for name in names}
     for name in names:
-        copies.register(name, "device", device[name])
-        copies.register(name, "host", host[name])
+        copier.register(name, "device", device[name])
+        copier.register(name, "host", host[name])
     config = CacheConfig(
         capacity=capacity, page_size=PAGE, **extra,
         host=HostTier(capacity=host_capacity, states=32, write_policy=write_policy),
         storage=StorageTier(layouts=layouts(names), **{"prefetch_threshold": 8, **storage}))
-    return Engine(PrefixCache(config, copies, storage=backend), device, host)
+    return Engine(PrefixCache(config, copier, storage=backend), device, host)
 
 
 def kv_of(tokens: list[int]) -> np.ndarray:

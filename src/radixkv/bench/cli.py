@@ -7,11 +7,15 @@ modules are imported when the command runs.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import platform
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from .storage_args import add_storage
 
 COMPONENTS = ("full", "full+swa", "full+mamba")
 SPEC_OPERATIONS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
@@ -102,6 +106,7 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
     events.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="write every round's results and the summary as JSON")
     _add_tiers(sub)
+    add_storage(sub)
     sim = sub.add_parser(
         "sim", help="requests per second of wall time the simulator runs",
         description="Run a chat workload through the simulator (radixkv.sim) with a FULL "
@@ -148,25 +153,20 @@ def _add_tiers(sub: Any) -> None:
     tiers.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
+_RUNNERS = {"tiers": (".tier_run", "run_tiers"), "scale": (".scale", "run_scale"),  # lazy
+            "events": (".events", "run_events"), "sim": ("..sim.speed", "run_speed"),
+            "storage": (".storage_run", "run_storage")}
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.bench_command == "tiers":
-        from .tier_run import run_tiers
-
-        return run_tiers(args)
-    if args.bench_command == "scale":
-        from .scale import run_scale
-
-        return run_scale(args)
-    if args.bench_command == "events":
-        from .events import run_events
-
-        return run_events(args)
-    if args.bench_command == "sim":
-        from ..sim.speed import run_speed
-
-        return run_speed(args)
+    if args.bench_command in _RUNNERS:
+        module, name = _RUNNERS[args.bench_command]
+        runner: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(module, __package__), name)
+        return runner(args)
     if args.bench_command != "ops":
-        print("radixkv bench: choose a benchmark (ops, scale, events, tiers, sim)", file=sys.stderr)
+        print(f"radixkv bench: choose a benchmark (ops, {', '.join(_RUNNERS)})",
+              file=sys.stderr)
         return 2
     return _run_ops(args)
 

@@ -95,6 +95,8 @@ class CacheBase:
             self.host.listener = self._on_copy
         self.storage: StorageTierController | None = None
         """The storage tier (L3), when the configuration has one."""
+        self.closing_events: list[KVEvent] = []
+        """STORAGE events of the puts that landed while ``close()`` settled, until taken."""
         if config.storage is not None or storage is not None:
             self.storage = storage_tier(config, self.tree, self.host, storage)
 

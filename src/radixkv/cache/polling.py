@@ -59,9 +59,14 @@ class Polling(Lifecycle):
 
     def take_storage_events(self) -> list[KVEvent]:
         """Drain the BlockStored events (medium ``STORAGE``) of pages written to L3 since
-        the last call; ``[]`` without a storage tier. Publish them on the store's own
-        topic: every engine sharing the store sees them."""
-        return [] if self.storage is None else self.storage.writes.take_events()
+        the last call (after :meth:`close`, those of the puts it waited for, once);
+        ``[]`` without a storage tier. Publish them on the store's own topic
+        (:class:`~radixkv.events.StorageEventPublisher`): every engine sharing the store
+        sees them."""
+        if self.storage is None:
+            events, self.closing_events = self.closing_events, []
+            return events
+        return self.storage.writes.take_events()
 
     def close(self) -> None:
         """Finish the storage tier's I/O (queued writes submitted and landed, prefetches in
@@ -69,6 +74,7 @@ class Polling(Lifecycle):
         no storage tier. Idempotent; a no-op without one."""
         if self.storage is not None:
             self.storage.close()
+            self.closing_events = self.storage.writes.take_events()
             self.storage = None
 
     def _take_changed(self) -> list[Lease]:

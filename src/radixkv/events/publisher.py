@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 import zmq
 
@@ -45,6 +45,10 @@ class KVEventPublisher:
     :class:`~radixkv.errors.PublisherClosedError`. Keyword arguments build a
     :class:`PublisherConfig` when ``config`` is not given.
     """
+
+    clears_at_start: ClassVar[bool] = True
+    """Whether the first batch is AllBlocksCleared (a stream whose pages outlive the
+    publisher, like the shared store's, must not tell routers to forget them)."""
 
     def __init__(self, config: PublisherConfig | None = None, **options: Any) -> None:
         if config is None:
@@ -76,7 +80,8 @@ class KVEventPublisher:
             raise ConfigError(f"cannot open KV event sockets: {exc}") from exc
         self._sender = BatchSender(socket, config, self._buffer)
         self._closed = False
-        self.publish_events([AllBlocksCleared()])
+        if self.clears_at_start:
+            self.publish_events([AllBlocksCleared()])
 
     def _open_pub(self, sock: zmq.Socket[bytes]) -> str:
         sock.setsockopt(zmq.LINGER, 0)

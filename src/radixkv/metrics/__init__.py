@@ -9,8 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .names import CACHE_METRICS, HOST_METRICS, PRESETS, PUBLISHER_METRICS, MetricSpec, Preset
-from .samples import cache_samples, host_samples, publisher_samples
+from .names import (
+    CACHE_METRICS,
+    HOST_METRICS,
+    PRESETS,
+    PUBLISHER_METRICS,
+    STORAGE_METRICS,
+    MetricSpec,
+    Preset,
+)
+from .samples import cache_samples, host_samples, publisher_samples, storage_samples
 from .stats_log import StatsLogger, summary
 
 if TYPE_CHECKING:
@@ -22,6 +30,7 @@ __all__ = [
     "HOST_METRICS",
     "PRESETS",
     "PUBLISHER_METRICS",
+    "STORAGE_METRICS",
     "CacheCollector",
     "MetricSpec",
     "MetricsExporter",
@@ -30,6 +39,7 @@ __all__ = [
     "cache_samples",
     "host_samples",
     "publisher_samples",
+    "storage_samples",
     "summary",
 ]
 

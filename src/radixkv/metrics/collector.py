@@ -16,11 +16,12 @@ from .names import (
     CACHE_METRICS,
     HOST_METRICS,
     PUBLISHER_METRICS,
+    STORAGE_METRICS,
     MetricSpec,
     check_user_labels,
     preset,
 )
-from .samples import Samples, cache_samples, host_samples, publisher_samples
+from .samples import Samples, cache_samples, host_samples, publisher_samples, storage_samples
 
 if TYPE_CHECKING:
     from ..events.publisher import KVEventPublisher
@@ -32,7 +33,8 @@ class CacheCollector(Collector):
     to every series (model name, engine id, ranks...).
 
     A cache with a host tier also exports the host tier's series (``tier="host"`` on the
-    per-tier metrics, and :data:`~radixkv.metrics.names.HOST_METRICS`). Register it with a
+    per-tier metrics, and :data:`~radixkv.metrics.names.HOST_METRICS`); one with a storage
+    tier, :data:`~radixkv.metrics.names.STORAGE_METRICS`. Register it with a
     ``prometheus_client`` registry (or use
     :class:`~radixkv.metrics.MetricsExporter`). Nothing is done per cache call: each scrape
     calls ``stats()`` once, on the scraping thread. Raises :class:`ConfigError` for an
@@ -53,6 +55,8 @@ class CacheCollector(Collector):
         yield from self._families(CACHE_METRICS, cache_samples(stats))
         if stats.host is not None:
             yield from self._families(HOST_METRICS, host_samples(stats.host))
+        if stats.storage is not None:
+            yield from self._families(STORAGE_METRICS, storage_samples(stats.storage))
         if self.publisher is not None:
             yield from self._families(PUBLISHER_METRICS,
                                       publisher_samples(self.publisher.stats()))
@@ -60,6 +64,7 @@ class CacheCollector(Collector):
     def describe(self) -> Iterator[Metric]:
         """The metric names, without reading any counter (for registry checks)."""
         specs = CACHE_METRICS + (HOST_METRICS if self.cache.host is not None else ()) + (
+            STORAGE_METRICS if self.cache.storage is not None else ()) + (
             PUBLISHER_METRICS if self.publisher is not None else ())
         for spec in specs:
             yield self._family(spec)

@@ -64,6 +64,33 @@ HOST_METRICS = (
 )
 """Exported only by a cache with a host tier (``CacheConfig(host=...)``)."""
 
+STORAGE_METRICS = (
+    MetricSpec("storage_prefetches", "counter", (),
+               "L3 prefetches started (the prompt beyond device and host reached the "
+               "threshold)."),
+    MetricSpec("storage_prefetch_outcomes", "counter", ("outcome",),
+               "L3 prefetches ended, by outcome: restored (nodes added), miss (nothing "
+               "usable), no_room (no host room), not_attached (the tree had them), "
+               "cancelled (reset or close)."),
+    MetricSpec("storage_prefetches_in_flight", "gauge", (), "L3 prefetches not ended yet."),
+    MetricSpec("storage_lookups", "counter", (), "L3 lookups the store answered."),
+    MetricSpec("storage_hit_pages", "counter", (),
+               "Pages (all components) the store held and that were fetched."),
+    MetricSpec("storage_restored_tokens", "counter", (),
+               "Prompt tokens added to the tree from L3."),
+    MetricSpec("storage_write_pages", "counter", ("result",),
+               "Pages for L3 puts: queued (snapshotted), written (the store took them), "
+               "failed."),
+    MetricSpec("storage_bytes", "counter", ("direction",),
+               "Bytes moved by the store's calls: read or written."),
+    MetricSpec("storage_seconds", "counter", ("call",),
+               "Seconds spent in the store's calls, by kind: exists, get, put."),
+    MetricSpec("storage_faults", "counter", ("kind",),
+               "Pages lost to store faults, by kind: unavailable, timeout, corrupt, "
+               "missing, full, error."),
+)
+"""Exported only by a cache with a storage tier (``CacheConfig(storage=...)``)."""
+
 PUBLISHER_METRICS = (
     MetricSpec("kv_batches", "counter", ("kind",),
                "KV event batches sent: batch or heartbeat."),
@@ -79,6 +106,9 @@ PUBLISHER_METRICS = (
     MetricSpec("kv_pending", "gauge", (), "KV event batches waiting to be sent."),
     MetricSpec("kv_replay_buffered", "gauge", (), "Batches the replay buffer holds."),
 )
+
+
+ALL_METRICS = CACHE_METRICS + HOST_METRICS + STORAGE_METRICS + PUBLISHER_METRICS
 
 
 @dataclass(frozen=True)
@@ -112,6 +142,13 @@ def _names(prefix: str, overrides: dict[str, str]) -> dict[str, str]:
         "tier_in_flight": "kv_cache_tier_copies_in_flight",
         "tier_skipped": "kv_cache_tier_skipped_backups",
         "load_requests": "prefix_cache_load_back_requests",
+        "storage_prefetches": "kv_storage_prefetches",
+        "storage_prefetch_outcomes": "kv_storage_prefetch_outcomes",
+        "storage_prefetches_in_flight": "kv_storage_prefetches_in_flight",
+        "storage_lookups": "kv_storage_lookups", "storage_hit_pages": "kv_storage_hit_pages",
+        "storage_restored_tokens": "kv_storage_restored_tokens",
+        "storage_write_pages": "kv_storage_write_pages", "storage_bytes": "kv_storage_bytes",
+        "storage_seconds": "kv_storage_seconds", "storage_faults": "kv_storage_faults",
         "kv_batches": "kv_events_batches", "kv_send_errors": "kv_events_send_errors",
         "kv_dropped": "kv_events_dropped", "kv_resyncs": "kv_events_resyncs",
         "kv_replay_requests": "kv_events_replay_requests",
@@ -148,8 +185,7 @@ def check_user_labels(labels: object, chosen: Preset) -> dict[str, str]:
     :class:`ConfigError` for a bad name or value, or one that shadows a radixkv label."""
     if not isinstance(labels, Mapping):
         raise ConfigError(f"labels must be a mapping of str to str, got {labels!r}")
-    ours = {chosen.label(label) for spec in CACHE_METRICS + HOST_METRICS + PUBLISHER_METRICS
-            for label in spec.labels}
+    ours = {chosen.label(label) for spec in ALL_METRICS for label in spec.labels}
     for key, value in labels.items():
         if not isinstance(key, str) or not _LABEL.match(key) or key.startswith("__"):
             raise ConfigError(f"bad metric label name {key!r}")

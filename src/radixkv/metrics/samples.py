@@ -15,6 +15,7 @@ from ..cache.results import CacheStats
 
 if TYPE_CHECKING:
     from ..cache.results import ComponentStats
+    from ..storage.tier_stats import StorageTierStats
     from ..tiers.stats import HostComponentStats, HostStats
 
     _Ledger = ComponentStats | HostComponentStats
@@ -107,6 +108,33 @@ def host_samples(host: HostStats) -> Samples:
         "tier_in_flight": [({}, host.copies_in_flight)],
         "tier_skipped": [({}, host.skipped_backups)],
         "load_requests": [({}, host.load_requests)],
+    }
+
+
+def storage_samples(storage: StorageTierStats) -> Samples:
+    """The storage tier's metrics (:data:`~radixkv.metrics.names.STORAGE_METRICS`), from
+    ``stats().storage``; faults by every kind the backend counts."""
+    backend = storage.backend
+    return {
+        "storage_prefetches": [({}, storage.prefetches)],
+        "storage_prefetch_outcomes": [
+            ({"outcome": outcome}, value) for outcome, value in (
+                ("restored", storage.restores), ("miss", storage.misses),
+                ("no_room", storage.no_room), ("not_attached", storage.not_attached),
+                ("cancelled", storage.cancelled))],
+        "storage_prefetches_in_flight": [({}, storage.prefetches_in_flight)],
+        "storage_lookups": [({}, storage.lookups)],
+        "storage_hit_pages": [({}, storage.hit_pages)],
+        "storage_restored_tokens": [({}, storage.restored_tokens)],
+        "storage_write_pages": [({"result": "queued"}, storage.queued_pages),
+                                ({"result": "written"}, storage.written_pages),
+                                ({"result": "failed"}, storage.failed_pages)],
+        "storage_bytes": [({"direction": "read"}, backend.read_bytes),
+                          ({"direction": "written"}, backend.written_bytes)],
+        "storage_seconds": [({"call": "exists"}, backend.exists_seconds),
+                            ({"call": "get"}, backend.read_seconds),
+                            ({"call": "put"}, backend.write_seconds)],
+        "storage_faults": [({"kind": kind}, pages) for kind, pages in backend.faults.items()],
     }
 
 
