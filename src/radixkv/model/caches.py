@@ -77,4 +77,3 @@ def cache_config(combo: tuple[str, ...], page: int, model: ModelConfig,
     if sizes.storage is None:
         return config
     return replace(config, storage=storage_tier(model, config, sizes.storage))
-

@@ -7,6 +7,7 @@ component. The layers that read one component share one buffer, first axis = slo
 (``(slots, layers, 2, heads, head_dim)`` for KV, ``(states, layers, state_size)`` for
 states): one row is everything a slot holds, so a copy engine moves a slot between device
 and host memory by copying rows of that one array (:attr:`Memory.buffers`).
+:func:`engine_memory` sizes them for a cache configuration.
 """
 
 from __future__ import annotations
