@@ -28,10 +28,7 @@ being copied back from host memory) is skipped until a poll reports it ready; on
 the cached state copied into its working slot and anything computed. A request whose
 load-back failed (lease ``FAILED``, everything it held freed) is admitted again.
 
-With a storage tier (L3) as well, the engine starts the L3 prefetch of the next requests
-it could admit (``cache.prefetch``), pauses admission after one failed for slots (each try
-asks the store), and, when the pools are short with nothing to preempt, waits for the
-prefetches in flight (they pin their prefixes) and tries again.
+With a storage tier (L3) as well, see :mod:`radixkv.model.l3_steps`.
 """
 
 from __future__ import annotations
@@ -46,6 +43,7 @@ from ..components import Mamba
 from ..errors import ConfigError, OutOfSlotsError
 from .decoder import Decoder, TokenSlots
 from .host import attach_host
+from .l3_steps import StorageSteps
 from .memory import Memory, engine_memory, sources, state_component
 from .requests import RequestRecord, RequestSpec, check_workload, resolve_prompt
 
@@ -88,7 +86,7 @@ class _Running:
         """Whether the lease was ready and the request's state set up (it may compute)."""
 
 
-class Engine:
+class Engine(StorageSteps):
     """The reference engine over one decoder and one cache (see the module docstring)."""
 
     def __init__(
@@ -115,7 +113,6 @@ class Engine:
         self.stats = EngineStats()
         self._attempts: dict[int, int] = {}
         self._paused = False
-        self._prefetched: set[int] = set()
 
     # ------------------------------------------------------------------ scheduling
 
@@ -127,7 +124,7 @@ class Engine:
         check_workload(specs)
         pending, running = list(specs), list[_Running]()
         done: dict[int, RequestRecord] = {}
-        self._attempts, self._paused, self._prefetched = {}, False, set()
+        self._attempts, self._paused, self._prefetched = {}, False, set[int]()
         while pending or running:
             self._prefetch(pending, done)
             self._admit(pending, running, done)
@@ -142,19 +139,6 @@ class Engine:
                     if progress is not None:
                         progress(len(done), len(specs))
         return [done[spec.rid] for spec in specs]
-
-    def _prefetch(self, pending: list[RequestSpec], done: dict[int, RequestRecord]) -> None:
-        """With a storage tier, start the L3 fetch of the next ``max_running`` requests
-        that could be admitted, once each (as a scheduler does when a request arrives),
-        so that a best-effort admission later finds what arrived meanwhile."""
-        if self.cache.storage is None:
-            return
-        ready = [spec for spec in pending if spec.parent is None or spec.parent in done]
-        for spec in ready[: self.max_running]:
-            if spec.rid not in self._prefetched:
-                self._prefetched.add(spec.rid)
-                prompt = resolve_prompt(spec, done)
-                self.cache.prefetch(prompt[:-1])  # admission reuses all but the last token
 
     def _admit(
         self, pending: list[RequestSpec], running: list[_Running], done: dict[int, RequestRecord]
@@ -175,28 +159,6 @@ class Engine:
             pending.remove(spec)
             running.append(run)
         self.stats.peak_running = max(self.stats.peak_running, len(running))
-
-    def _start_or_wait(self, spec: RequestSpec, prompt: tuple[int, ...],
-                       running: list[_Running]) -> _Running:
-        """Start ``spec``; when nothing runs and the pools are short only because L3
-        prefetches in flight pin their prefixes, wait for them and try once more."""
-        try:
-            return self._start(spec, prompt)
-        except OutOfSlotsError:
-            if running or not self._wait_for_storage():
-                raise
-        return self._start(spec, prompt)
-
-    def _wait_for_storage(self) -> bool:
-        """Wait for the L3 prefetches in flight, if any (whether there were). Called only
-        when at most one request runs, whose lease is ready: no lease the engine holds
-        changes state in the wait."""
-        storage = self.cache.storage
-        if storage is None or not storage.pending:
-            return False
-        self.stats.storage_waits += 1
-        self.cache.wait()
-        return True
 
     def _poll(self, running: list[_Running], pending: list[RequestSpec]) -> None:
         """Apply the copies the cache's host tier acknowledged: start the requests whose
