@@ -228,6 +228,7 @@ class StorageTierController:
         self.counters["restored_tokens"] += sum(node.length for node in attached.nodes)
         if self.tree.host_dropping is not None:  # only write-back reads it
             self.restored.update(node.id for node in attached.nodes)
+        self.writes.announce(attached.nodes)
         leftover = [np.setdiff1d(slots, np.setdiff1d(part, unused if unused is not None
                                                      else part[:0]))
                     for slots, part, unused in zip(record.slots, used, attached.unused)]
