@@ -126,9 +126,12 @@ def test_two_engines_share_one_subscription_by_topic_prefix(tmp_path: Path) -> N
             stats = second.cache.stats().storage
             assert stats is not None and stats.restored_tokens == 16
             pub2.publish(second.cache)
-            topic, _, (child,) = sub.events()
-            assert topic == f"{STORAGE_TOPIC}@e2" and child["token_ids"] == OTHER[16:]
-            # the parent is a page the first engine announced: one stream for the fleet
+            topic, _, (restored, child) = sub.events()
+            # the second engine names the 4 pages it restored, then what it wrote below
+            assert topic == f"{STORAGE_TOPIC}@e2" and restored["token_ids"] == OTHER[:16]
+            assert restored["block_hashes"] == stored["block_hashes"][:4]
+            assert child["token_ids"] == OTHER[16:]
+            # the parent is a page both engines announced: one stream for the fleet
             assert child["parent_block_hash"] == stored["block_hashes"][3]
         finally:
             sub.close()

@@ -200,3 +200,18 @@ def test_the_stats_line_reports_what_l3_restored_and_wrote(tmp_path: Path) -> No
     line = logger.step()
     assert line is not None and line.endswith("; L3: restored 64 tokens, wrote 1 pages, 0 faults")
     closed(second)
+
+
+def test_restored_pages_are_announced_on_the_restoring_engines_storage_stream(
+        tmp_path: Path) -> None:
+    """So that what it writes below them chains to pages its own stream named."""
+    first_engine_wrote(tmp_path)
+    second = engine(store(tmp_path), wait_policy="wait_complete")
+    assert serve(second, [*PROMPT, *range(500, 508)]) == 64  # restores 16 pages, adds 2
+    second.cache.storage.settle()  # type: ignore[union-attr]
+    restored, written = second.cache.take_storage_events()
+    assert isinstance(restored, BlockStored) and isinstance(written, BlockStored)
+    assert restored.token_ids == PROMPT and restored.parent_block_hash is None
+    assert written.token_ids == list(range(500, 508))
+    assert written.parent_block_hash == restored.block_hashes[-1]
+    closed(second)

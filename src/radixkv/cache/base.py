@@ -21,7 +21,8 @@ from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
 from ..storage.backend import StorageBackend
-from ..storage.tier import StorageTierController, storage_tier
+from ..storage.build import storage_tier
+from ..storage.tier import StorageTierController
 from ..tiers.copy_engine import CopyEngine
 from ..tiers.host import HostTierController
 from ..tiers.numpy_engine import NumpyCopyEngine

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import wait
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from ..core.node import Node
 from ..core.tiering import Planned
 from ..core.tiers import PRIMARY
 from ..core.tree import TreeCore
-from ..errors import ConfigError, ConfigTypeError, InvariantError
+from ..errors import InvariantError
 from ..tiers.host import HostTierController
 from .backend import StorageBackend
 from .config import StorageTier
@@ -33,9 +32,6 @@ from .rows import PageRows
 from .tier_stats import StorageTierStats
 from .worker import StorageWorker
 from .writes import StorageWrites
-
-if TYPE_CHECKING:
-    from ..cache.config import CacheConfig
 
 COUNTERS = ("prefetches", "queries_answered", "misses", "no_room", "not_attached",
             "cancelled", "restores", "restored_tokens", "hit_pages")
@@ -130,7 +126,8 @@ class StorageTierController:
 
     def take(self, record: Prefetch, timeout: float | None) -> None:
         """Wait up to ``timeout`` seconds (``None``: until complete) for ``record``, then
-        attach what arrived; a prefetch whose query has not answered by then stays in
+        attach what arrived (the reads still running are dropped: their slots are freed
+        when they end); a prefetch of which nothing usable has arrived by then stays in
         flight (a later poll or admit takes it)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while record.tag in self.pending:
@@ -141,11 +138,19 @@ class StorageTierController:
                 break
             wait(running, left)
         if record.tag in self.pending and record.cut is not None:
+            if not record.settled() and self._arrived_cut(record) is None:
+                return  # nothing usable arrived yet: the reads go on for a later request
             if self._above_backing_up(record):
                 if timeout == 0:
                     return  # the path's host backup has not landed: a later poll attaches
                 self.host.settle_backups()
             self._finish(record)
+
+    def _arrived_cut(self, record: Prefetch) -> int | None:
+        """Where a restore of what has arrived of ``record`` would end (``None``: nowhere)."""
+        assert record.cut is not None
+        arrived = record.arrived(self.components, self.page)
+        return best_cut(self.components, record.start, record.cut, self.page, arrived)
 
     def complete(self) -> None:
         """Take every prefetch in flight, waiting for it to complete."""
@@ -204,8 +209,7 @@ class StorageTierController:
         """Attach what arrived of a planned prefetch; free or park the rest of its slots."""
         assert record.cut is not None
         page, start = self.page, record.start
-        arrived = record.arrived(self.components, page)
-        cut = best_cut(self.components, start, record.cut, page, arrived)
+        cut = self._arrived_cut(record)
         if cut is None:
             return self._drop(record, "misses", record.slots)
         runs, used = [], []
@@ -224,6 +228,7 @@ class StorageTierController:
         self.counters["restored_tokens"] += sum(node.length for node in attached.nodes)
         if self.tree.host_dropping is not None:  # only write-back reads it
             self.restored.update(node.id for node in attached.nodes)
+        self.writes.announce(attached.nodes)
         leftover = [np.setdiff1d(slots, np.setdiff1d(part, unused if unused is not None
                                                      else part[:0]))
                     for slots, part, unused in zip(record.slots, used, attached.unused)]
@@ -308,22 +313,3 @@ class StorageTierController:
         self.tree.host_dropping = None
         self.host.backed_up = None
         self.worker.close()
-
-
-def storage_tier(config: CacheConfig, tree: TreeCore, host: HostTierController | None,
-                  backend: StorageBackend | None) -> StorageTierController:
-    """The L3 controller, once config, store and the engine's host buffers agree."""
-    if config.storage is None or backend is None:
-        raise ConfigError("a storage tier needs both CacheConfig.storage and a storage "
-                          "backend (PrefixCache(config, copy_engine, storage=backend))")
-    if not isinstance(backend, StorageBackend):
-        raise ConfigTypeError(f"storage must be a StorageBackend, got {type(backend).__name__}")
-    assert host is not None  # CacheConfig checked it
-    buffers = []
-    for name in config.names:
-        buffer = host.engine.host_buffer(name)
-        if buffer is None:
-            raise ConfigError(f"the copy engine exposes no host buffer for {name!r}: L3 pages "
-                              "are read and written there (NumpyCopyEngine.register)")
-        buffers.append(buffer)
-    return StorageTierController(config.storage, tree, host, backend, buffers)

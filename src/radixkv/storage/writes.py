@@ -75,6 +75,19 @@ class StorageWrites:
         return block_stored(ids, parent_hash, unpack_tokens(node.key, self.bigram), page,
                             STORAGE_MEDIUM, node.namespace)
 
+    def announce(self, nodes: list[Node]) -> None:
+        """Queue STORAGE events for ``nodes`` (top-down), pages just read from L3: this
+        engine's stream then names them, so pages it writes below them chain to pages a
+        router saw on the same stream. They follow every write queued before (one empty
+        job after the outbox's puts, on the same ordered I/O thread)."""
+        if not nodes or not any(c.publishes_events for c in self.components):
+            return
+        events: list[BlockStored | None] = [
+            self._event(node, page_digests(node, self.page_bytes, self.hasher))
+            for node in nodes]
+        self.flush()
+        self.puts.append(_Put(self.worker.call(_nothing), [(0, 0)] * len(events), events))
+
     def flush(self) -> None:
         """Submit what the outbox holds: one put per component."""
         for index, items in enumerate(self.outbox):
@@ -112,3 +125,8 @@ class StorageWrites:
     def take_events(self) -> list[KVEvent]:
         events, self.events = self.events, []
         return events
+
+
+def _nothing(_backend: object) -> list[bool]:
+    """An I/O job that does nothing: it completes once every job before it has."""
+    return []
