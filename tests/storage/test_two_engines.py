@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MIN_SHARE = 0.3
 """Share of the second engine's prompt tokens restored from what the first wrote. Its
 first turns and few-shot prompts are the first engine's, so most of its reuse is there
-from the start: the runs reached 0.53-0.69 (Redis) and 0.54-0.56 (Mooncake), against
-0.10 for the same workload alone on the store."""
+from the start: the runs reached 0.53-0.81 (Redis) and 0.54-0.67 (Mooncake), against
+0.10-0.11 for the same workload alone on the store."""
 
 
 def _engine(store: dict[str, Any], decode: int, **extra: str) -> dict[str, Any]:
