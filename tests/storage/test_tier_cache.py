@@ -215,26 +215,3 @@ def test_restored_pages_are_announced_on_the_restoring_engines_storage_stream(
     assert written.token_ids == list(range(500, 508))
     assert written.parent_block_hash == restored.block_hashes[-1]
     closed(second)
-
-
-def test_a_prefetch_pinning_the_only_evictable_prefix_gives_way_to_an_admit(
-        tmp_path: Path) -> None:
-    """The device is full of the prefix a prefetch pins: the admit that needs that room
-    drops the prefetch (counted cancelled) instead of failing."""
-    longer = [*PROMPT, *range(200, 264)]
-    first = engine(store(tmp_path))
-    serve(first, longer)
-    closed(first)
-    second = engine(store(tmp_path), capacity=64)
-    serve(second, PROMPT)  # the device holds PROMPT, every slot
-    second.cache.wait()  # (PROMPT's own prefetch lands on a cached prompt: not attached)
-    assert second.cache.stats().available == 0
-    assert second.cache.prefetch(longer)  # pins PROMPT until taken
-    second.audited()
-    lease = second.cache.admit(list(range(300, 364)))  # needs all 64 device slots
-    second.audited()
-    stats, storage = second.cache.stats().storage, second.cache.storage
-    assert stats is not None and storage is not None and stats.cancelled == 1
-    assert all(record.lock is None for record in storage.pending.values())
-    second.cache.finish(lease)
-    closed(second)

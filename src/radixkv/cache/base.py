@@ -100,15 +100,6 @@ class CacheBase:
         """STORAGE events of the puts that landed while ``close()`` settled, until taken."""
         if config.storage is not None or storage is not None:
             self.storage = storage_tier(config, self.tree, self.host, storage)
-            self.pools.settle = self._settle_for_room
-
-    def _settle_for_room(self) -> bool:
-        """The pools are short even after eviction: wait for the host backups in flight and
-        drop the L3 prefetches that pin a prefix (their locks keep values from eviction);
-        whether anything was."""
-        assert self.host is not None
-        settled = self.host.settle_backups()
-        return (self.storage is not None and self.storage.unpin()) or settled
 
     # ------------------------------------------------------------------ keys and match
 

@@ -36,8 +36,7 @@ class Lifecycle(LoadBack):
         policy joins the host prefix (and stays cached even if this admit then raises).
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room (with a host tier, backups in flight were
-        waited for first: their acknowledgements are applied, as a :meth:`poll` would; with
-        a storage tier, L3 prefetches that pinned a prefix were dropped)."""
+        waited for first: their acknowledgements are applied, as a :meth:`poll` would)."""
         packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // TOKEN_BYTES
         max_match = as_optional_int("max_match", max_match, 0)

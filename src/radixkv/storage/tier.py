@@ -152,15 +152,6 @@ class StorageTierController:
         arrived = record.arrived(self.components, self.page)
         return best_cut(self.components, record.start, record.cut, self.page, arrived)
 
-    def unpin(self) -> bool:
-        """Drop every prefetch in flight that pins a prefix (counted ``cancelled``; slots of
-        reads still running are freed when they end): the device is short and nothing
-        else can make room. Whether any was."""
-        pinned = [record for record in self.pending.values() if record.lock is not None]
-        for record in pinned:
-            self._drop(record, "cancelled", record.slots)
-        return bool(pinned)
-
     def complete(self) -> None:
         """Take every prefetch in flight, waiting for it to complete."""
         for record in list(self.pending.values()):
