@@ -65,15 +65,11 @@ class Prefetch:
         read still running counts as not arrived)."""
         assert self.cut is not None
         first = self.start // page
-        flags: Flags = []
-        for component in components:
-            low, high = needed_pages(component, self.start, self.cut, page)
-            flags.append([False] * (high - first))
+        spans = [needed_pages(c, self.start, self.cut, page) for c in components]
+        flags: Flags = [[False] * (high - first) for _low, high in spans]
         for read in self.reads:
-            done = read.future.done()
-            got = read.future.result() if done else [False] * read.pages
-            low, _high = needed_pages(components[read.index], self.start, self.cut, page)
-            offset = low - first + read.first
+            got = read.future.result() if read.future.done() else [False] * read.pages
+            offset = spans[read.index][0] - first + read.first
             flags[read.index][offset : offset + read.pages] = got
         return flags
 

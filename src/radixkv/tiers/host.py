@@ -108,27 +108,30 @@ class HostTierController:
         return self._submit(planned, sizes, slots, HOST)
 
     def _host_room(self, sizes: Sequence[int], planned: Planned) -> bool:
-        short = [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
+        # the plan counts the host values of the planned nodes' ancestors as there:
+        # host eviction must not take them (the locks pin the paths on every tier)
+        locks = [self.tree.lock(node) for node, _ in planned] if any(self._short(sizes)) else []
+        try:
+            return self._evict_host_for(sizes)
+        finally:
+            for lock in locks:
+                self.tree.unlock(lock)
+
+    def _short(self, sizes: Sequence[int]) -> list[int]:
+        return [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
+
+    def _evict_host_for(self, sizes: Sequence[int]) -> bool:
+        """Evict host values until ``sizes`` fit (if they can); whether they fit."""
+        short = self._short(sizes)
         if any(short):
-            # the plan counts the host values of the planned nodes' ancestors as there:
-            # host eviction must not take them (the locks pin the paths on every tier)
-            locks = [self.tree.lock(node) for node, _ in planned]
-            try:
-                result = self.tree.evict_host(short)
-            finally:
-                for lock in locks:
-                    self.tree.unlock(lock)
-            self.free_host(result.freed)
+            self.free_host(self.tree.evict_host(short).freed)
         return all(size <= pool.available for pool, size in zip(self.pools, sizes))
 
     def reserve(self, sizes: Sequence[int]) -> list[np.ndarray] | None:
         """Allocate ``sizes`` host slots per component for an L3 read (the caller's lock
         keeps its own path), evicting host values as needed; ``None`` (nothing allocated,
         host eviction may have run) when they do not fit."""
-        short = [max(0, size - pool.available) for pool, size in zip(self.pools, sizes)]
-        if any(short):
-            self.free_host(self.tree.evict_host(short).freed)
-        if any(size > pool.available for pool, size in zip(self.pools, sizes)):
+        if not self._evict_host_for(sizes):
             return None
         parts = [pool.alloc(size) for pool, size in zip(self.pools, sizes)]
         return [np.zeros(0, np.int64) if part is None else part for part in parts]
