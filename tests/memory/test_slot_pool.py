@@ -417,6 +417,7 @@ class SlotPoolMachine(RuleBasedStateMachine):
     free_queue: deque[int]
     allocated_slots: set[int]
     owners: list[list[int]]
+    ever: set[int]
 
     @initialize(page_size=st.sampled_from([1, 2, 4]), num_pages=st.integers(0, 12))
     def setup(self, page_size: int, num_pages: int) -> None:
@@ -426,6 +427,7 @@ class SlotPoolMachine(RuleBasedStateMachine):
         self.free_queue = deque(range(num_pages))
         self.allocated_slots = set()
         self.owners = []
+        self.ever = set()
 
     def slots_of(self, pages: list[int]) -> SlotArray:
         p = self.page_size
@@ -446,6 +448,7 @@ class SlotPoolMachine(RuleBasedStateMachine):
         assert slots.tolist() == self.slots_of(pages).tolist()
         assert self.allocated_slots.isdisjoint(slots.tolist())
         self.allocated_slots.update(slots.tolist())
+        self.ever.update(pages)
         if pages:
             self.owners.append(pages)
 
@@ -491,7 +494,10 @@ class SlotPoolMachine(RuleBasedStateMachine):
             bad = self.slots_of([data.draw(st.sampled_from(owned))])[: p - 1]
         slots = np.concatenate((self.slots_of(good), bad))
         before = self.pool.snapshot()
-        with pytest.raises(InvalidSlotsError):
+        # a free page is told apart: freed since it was handed out, or never handed out
+        why = None if kind != "free-page" else (
+            "double free" if int(bad[0]) // p in self.ever else "never allocated")
+        with pytest.raises(InvalidSlotsError, match=why):
             self.pool.free(slots)
         assert self.pool.snapshot() == before
 
@@ -501,6 +507,7 @@ class SlotPoolMachine(RuleBasedStateMachine):
         self.free_queue = deque(range(self.num_pages))
         self.allocated_slots = set()
         self.owners = []
+        self.ever = set()
 
     @invariant()
     def pool_matches_model(self) -> None:
@@ -515,6 +522,8 @@ class SlotPoolMachine(RuleBasedStateMachine):
         assert self.pool.is_allocated(every_slot).tolist() == expected
         queue_bytes = np.array(list(self.free_queue), dtype=np.int64).tobytes()
         assert self.pool.snapshot()[4] == queue_bytes
+        ever = np.array([page in self.ever for page in range(self.num_pages)], dtype=np.bool_)
+        assert self.pool.snapshot()[3] == ever.tobytes()
 
 
 SlotPoolMachine.TestCase.settings = settings(

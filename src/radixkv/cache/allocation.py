@@ -18,6 +18,13 @@ class AllocationState(enum.Enum):
     """The cache was reset while the caller held it."""
 
 
+def frozen(part: np.ndarray) -> np.ndarray:
+    """A copy of ``part`` over an immutable ``bytes`` buffer: read-only for good (its
+    ``writeable`` flag cannot be set again, unlike an array that owns its memory)."""
+    # bench insert (short, p1): a dtype object, not the type, halves frombuffer's cost
+    return np.frombuffer(part.tobytes(), part.dtype)
+
+
 class Allocation:
     """Slots a caller holds outside any lease, issued by :meth:`PrefixCache.allocate`, per
     component in the cache's order (``parts``, read-only arrays): the slots of every
@@ -28,28 +35,39 @@ class Allocation:
 
     Like a lease, an allocation proves where it comes from: the cache accepts only the very
     object it issued (not a copy), only while ``status`` is ``HELD``; insert or release
-    spends it, and using it again raises :class:`AllocationError`.
+    spends it, and using it again raises :class:`AllocationError`. Its slots cannot change
+    after issue (``parts`` cannot be reassigned, and its arrays lie over immutable
+    buffers), so the cache need not check again that an issued allocation holds them.
     """
 
-    __slots__ = ("_state", "id", "names", "owner", "parts", "status")
+    __slots__ = ("_pages", "_parts", "_state", "id", "names", "owner", "status")
 
     def __init__(self, owner: object, allocation_id: int, parts: tuple[np.ndarray, ...],
-                 names: tuple[str, ...], state_index: int | None) -> None:
-        for part in parts:
-            part.setflags(write=False)  # the tree may keep views of these slots
-        self.owner, self.id, self.parts, self.names = owner, allocation_id, parts, names
+                 names: tuple[str, ...], state_index: int | None,
+                 pages: tuple[np.ndarray, ...] | None = None) -> None:
+        self.owner, self.id, self.names = owner, allocation_id, names
+        # the tree may keep views of these slots, and the cache trusts an issued one's
+        self._parts = tuple(frozen(part) for part in parts)
+        self._pages = pages
+        """Per component, the page ids of ``parts`` (cache-internal; ``None`` when made by
+        hand, in which case no cache ever issued it)."""
         self._state = state_index
         self.status = AllocationState.HELD
+
+    @property
+    def parts(self) -> tuple[np.ndarray, ...]:
+        """Per component, its slots (read-only)."""
+        return self._parts
 
     def of(self, name: str) -> np.ndarray:
         """The slots of component ``name``; :class:`InvalidArgumentError` if none."""
         if name not in self.names:
             raise InvalidArgumentError(f"this allocation has no component {name!r}")
-        return self.parts[self.names.index(name)]
+        return self._parts[self.names.index(name)]
 
     @property
     def full(self) -> np.ndarray:
-        return self.parts[PRIMARY]
+        return self._parts[PRIMARY]
 
     @property
     def swa(self) -> np.ndarray | None:
@@ -57,9 +75,9 @@ class Allocation:
 
     @property
     def state(self) -> int | None:
-        if self._state is None or not len(self.parts[self._state]):
+        if self._state is None or not len(self._parts[self._state]):
             return None
-        return int(self.parts[self._state][0])
+        return int(self._parts[self._state][0])
 
     def __repr__(self) -> str:
         return (f"Allocation(id={self.id}, status={self.status.value}, "

@@ -118,6 +118,11 @@ class Lease:
         return _readonly(self._primary.slots[: self.num_tokens])
 
     @property
+    def num_allocated(self) -> int:
+        """How many primary slots the lease's pages hold (``len(allocated_slots)``)."""
+        return self._num_slots
+
+    @property
     def allocated_slots(self) -> np.ndarray:
         """Every primary slot of the lease's pages, tree-owned prefix included (read-only)."""
         return _readonly(self._primary.slots[: self._num_slots])

@@ -13,6 +13,10 @@ from ..memory import SlotPool, SlotPoolConfig
 from .config import CacheConfig
 
 
+_NO_PAGES = np.zeros(0, dtype=np.int64)
+_NO_PAGES.flags.writeable = False
+
+
 class ComponentPools:
     """``pools[c]`` holds the slots of component ``c`` (KV slots of per-token components,
     state slots of the others), shaped by its spec. Room is made by evicting from the tree."""
@@ -29,6 +33,8 @@ class ComponentPools:
                                     name=name))
             for name, shape in config.pool_shapes()
         ]
+
+        self._nothing = [_NO_PAGES] * len(self.pools)
 
     def __getitem__(self, index: int) -> SlotPool:
         return self.pools[index]
@@ -74,16 +80,25 @@ class ComponentPools:
 
     def allocate(self, needs: Sequence[int]) -> list[np.ndarray]:
         """Allocate ``needs[c]`` slots (whole pages) in each pool, evicting first where short.
-        Call :meth:`ensure_room` first: then this cannot fail."""
+        Call :meth:`ensure_room` first: then this cannot fail. A pool asked for nothing
+        gives a shared, read-only empty array."""
+        if not any(needs):  # bench admit_finish (short): a fully cached prompt
+            return self._nothing.copy()
         pages = self.allocate_pages(needs)
-        return [pool.slots_of(part) for pool, part in zip(self.pools, pages)]
+        return [pool.slots_of(part) if len(part) else part
+                for pool, part in zip(self.pools, pages)]
 
-    def allocate_pages(self, needs: Sequence[int]) -> list[np.ndarray]:
-        """:meth:`allocate`, returning page ids per pool instead of slots."""
-        if not self.has_room(needs):  # bench insert: no eviction round when there is room
+    def allocate_pages(self, needs: Sequence[int], room: bool = False) -> list[np.ndarray]:
+        """:meth:`allocate`, returning page ids per pool instead of slots (a shared,
+        read-only empty array where nothing was asked); ``room``: the caller saw
+        :meth:`has_room` hold just now."""
+        if not room and not self.has_room(needs):  # bench insert: no eviction round
             self._evict_for(needs)
         allocated = []
         for pool, need in zip(self.pools, needs):
+            if not need:  # bench admit_finish (short, p16): a fully cached prompt, no call
+                allocated.append(_NO_PAGES)
+                continue
             pages = pool.alloc_pages(-(-need // pool.page_size))
             if pages is None:  # ensure_room proved this cannot happen
                 raise InvariantError(f"{pool.name}: could not allocate {need} after eviction")

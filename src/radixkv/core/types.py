@@ -80,17 +80,27 @@ class InFlight:
         self.nodes[upper.id] = (upper, indices)
 
 
-@dataclass(frozen=True, slots=True)
 class TreeInsert:
     """Outcome of an insert: the node where the inserted key ends (``None`` when nothing was
     cached), how much of the key the tree now holds (``length``; components may cut it
     short), how many elements were new to the tree, and per component the caller's slots
-    the tree did not keep, to be freed."""
+    the tree did not keep, to be freed. Read it; nothing changes it after the insert."""
 
-    node: Node | None
-    length: int
-    new_length: int
-    freed: list[np.ndarray]
+    # bench insert (short, p1): a plain slots class builds in about a third of the time of
+    # a frozen dataclass (0.86 -> 0.3 us)
+    __slots__ = ("freed", "length", "new_length", "node")
+
+    def __init__(self, node: Node | None, length: int, new_length: int,
+                 freed: list[np.ndarray]) -> None:
+        self.node = node
+        self.length = length
+        self.new_length = new_length
+        self.freed = freed
+
+    def __repr__(self) -> str:
+        node = None if self.node is None else self.node.id
+        return (f"TreeInsert(node={node}, length={self.length}, "
+                f"new_length={self.new_length})")
 
 
 @dataclass(frozen=True, slots=True)
