@@ -151,6 +151,29 @@ def test_commits_in_steps_leave_the_lease_with_the_tree_slots(page: int, combo: 
     assert cache.finish(lease) == 48
 
 
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("combo", ["full", "full+swa", "full+chunked"])
+def test_a_commit_of_tokens_another_request_cached_meanwhile_lends_the_tree_slots(
+        page: int, combo: str) -> None:
+    """The commit's insert finds the tree holding the tokens (duplicates: the lease's own
+    slots are freed), so the lease must read the tree's slots back; without duplicates
+    (the first commit) the tree took the lease's own."""
+    cache = make(page, combo)
+    prompt = tokens(32)
+    first, second = cache.admit(prompt), cache.admit(prompt)
+    own = second.slots.copy()
+    assert cache.commit(first, 16) == 16
+    assert first.slots.tolist()[:16] == tree_slots(cache, prompt[:16], "full").tolist()
+    cache.finish(first)
+    assert cache.commit(second, 32) == 32
+    assert second.slots.tolist() == tree_slots(cache, prompt, "full").tolist() != own.tolist()
+    for name in cache.names[1:]:
+        start = second.start_of(name)
+        lent = second.slots_of(name)[: 32 - start]
+        assert lent.tolist() == tree_slots(cache, prompt, name)[start:].tolist()
+    assert cache.finish(second) == 32
+
+
 @pytest.mark.parametrize("length", [True, 1.0, "3", -1, 99])
 def test_commit_refuses_a_bad_length_with_nothing_changed(length: object) -> None:
     cache = make(4)

@@ -122,12 +122,13 @@ class ComponentPools:
 
     def free_all(self, slots: Sequence[np.ndarray]) -> None:
         """Give each component's slots back to its pool. Only slots the cache holds come
-        here (tree values, lease buffers, caller slots already checked as held): whole
-        pages by construction, so the pools' slot-level validation is not repeated."""
+        here (tree values, lease buffers, parts of one issued allocation): whole, distinct
+        pages by construction, so the pools' slot-level validation is not repeated (the
+        pool still refuses a page it does not hold allocated)."""
         for pool, part in zip(self.pools, slots):
             if len(part):
                 # bench insert/release: page ids straight to the ring, no re-validation
-                pool.free_pages(pool.pages_of(part))
+                pool.free_pages(pool.pages_of(part), distinct=True)
 
     def free_pages(self, pages: Sequence[np.ndarray]) -> None:
         """Give each component's pages (page ids the cache holds) back to its pool."""

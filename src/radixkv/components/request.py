@@ -108,7 +108,7 @@ class RequestSide:
     def relend(self, buffer: Any, tree: TreeCore, node: Node, length: int,
                lock: Lock, owned_from: int = 0) -> None:
         """After a commit moved the lock to the prefix ``[0, length)`` ending in ``node``
-        (``owned_from``: what the tree held for the request before it)."""
+        (``owned_from``: up to where the request's buffer already held the tree's slots)."""
 
     def slide(self, buffer: Any, cacheable: int, owned_from: int) -> np.ndarray:
         """The request's own slots that left the window of a prefix of ``cacheable``
@@ -210,9 +210,9 @@ class TokenSide(RequestSide):
                lock: Lock, owned_from: int = 0) -> None:
         """After a commit moved the lock to ``[0, length)`` ending in ``node``: the tree's
         slots replace the request's on the window that lock pins. Those it could use
-        before, up to ``owned_from``, are the tree's already (lent, and the tree never
-        changes a value a lock pins), so unless the window now starts earlier than before
-        only ``[owned_from, length)`` is rewritten."""
+        before, up to ``owned_from``, are the tree's already (lent, or taken by the tree
+        from the request; the tree never changes a value a lock pins), so unless the window
+        now starts earlier than before only ``[owned_from, length)`` is rewritten."""
         before = buffer.start
         buffer.lent_from = self._lent_from(lock, length)
         start = buffer.start
