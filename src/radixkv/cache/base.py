@@ -231,6 +231,10 @@ class CacheBase:
         is another cache's or is a root; :class:`InvalidArgumentError` for an empty match or
         a length that does not end inside the node on a page boundary."""
         tree = self.tree
+        if type(prefix) is int and length is None:  # bench lock_unlock: a handle, whole path
+            found = tree.nodes.get(prefix)
+            if found is not None and found.parent is not None:
+                return tree.lock(found)
         if type(prefix) is MatchResult:
             if length is not None:
                 raise InvalidArgumentError("lock(match) takes the match's own length")
@@ -241,10 +245,7 @@ class CacheBase:
                     and node.parent.parent is not None:  # a later split cut above the end
                 node = node.parent
         else:
-            # bench lock_unlock: an int handle is looked up inline (tree.node explains a miss)
-            found = tree.nodes.get(prefix) if type(prefix) is int else None
-            node = found if found is not None and found.parent is not None \
-                else tree.node(prefix)  # type: ignore[arg-type]
+            node = tree.node(prefix)  # type: ignore[arg-type]
         if length is None:
             return tree.lock(node)
         return tree.lock(node, self._lock_end(node, length))
