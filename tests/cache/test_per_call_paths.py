@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from radixkv import ChunkedLocal, FullAttention
+from radixkv.core.node import Node
+from radixkv.core.types import TreeMatch
 from radixkv.errors import (
     AllocationError,
     InvalidArgumentError,
@@ -245,3 +247,20 @@ def test_a_released_allocation_gives_back_every_page() -> None:
     stats = cache.stats()
     assert stats.available == 512
     assert stats.components["mamba"].pool_available == 64
+
+
+def test_lending_a_path_that_lacks_a_value_raises_the_precise_error() -> None:
+    """The one-concatenation lend falls back to ``path_values``, which names the node."""
+    cache = make(1)
+    cache_prompt(cache, tokens(8))
+    side = cache.sides[0]
+    found = cache.tree.match(np.arange(1, 9, dtype="<u4").tobytes(), cache.namespace_of(None),
+                             touch=False)
+    holed = Node(0, found.path[0].parent, b"", 0, 8, 1, None)  # a node without a value
+    buffer = side.new_buffer()
+    broken = TreeMatch(8, holed, [holed], 8)
+    with pytest.raises(InvalidSlotsError, match="no value on node"):
+        side.lend(buffer, cache.tree, broken, None, np.zeros(0, dtype=np.int64), 8)
+    side.lend(buffer, cache.tree, found, None, np.arange(3, dtype=np.int64), 11)
+    assert buffer.slots[:11].tolist() == [*found.path[0].values[0].tolist(), 0, 1, 2]
+    assert len(buffer.slots) == 11 + 16  # room for decode tokens

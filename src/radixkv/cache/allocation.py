@@ -18,13 +18,6 @@ class AllocationState(enum.Enum):
     """The cache was reset while the caller held it."""
 
 
-def frozen(part: np.ndarray) -> np.ndarray:
-    """A copy of ``part`` over an immutable ``bytes`` buffer: read-only for good (its
-    ``writeable`` flag cannot be set again, unlike an array that owns its memory)."""
-    # bench insert (short, p1): a dtype object, not the type, halves frombuffer's cost
-    return np.frombuffer(part.tobytes(), part.dtype)
-
-
 class Allocation:
     """Slots a caller holds outside any lease, issued by :meth:`PrefixCache.allocate`, per
     component in the cache's order (``parts``, read-only arrays): the slots of every
@@ -46,8 +39,12 @@ class Allocation:
                  names: tuple[str, ...], state_index: int | None,
                  pages: tuple[np.ndarray, ...] | None = None) -> None:
         self.owner, self.id, self.names = owner, allocation_id, names
-        # the tree may keep views of these slots, and the cache trusts an issued one's
-        self._parts = tuple(frozen(part) for part in parts)
+        # copies over immutable bytes: read-only for good (the writeable flag of an array
+        # over bytes cannot be set again, unlike one that owns its memory), so the tree may
+        # keep views of them and the cache trusts an issued allocation's slots; a dtype
+        # object, not the type, halves frombuffer's cost (bench insert, short, p1)
+        # bench insert (short, p1): a list, not a generator, into the tuple
+        self._parts = tuple([np.frombuffer(part.tobytes(), part.dtype) for part in parts])
         self._pages = pages
         """Per component, the page ids of ``parts`` (cache-internal; ``None`` when made by
         hand, in which case no cache ever issued it)."""

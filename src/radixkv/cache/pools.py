@@ -12,7 +12,6 @@ from ..errors import InvariantError, OutOfSlotsError
 from ..memory import SlotPool, SlotPoolConfig
 from .config import CacheConfig
 
-
 _NO_PAGES = np.zeros(0, dtype=np.int64)
 _NO_PAGES.flags.writeable = False
 

@@ -172,8 +172,12 @@ class SlotPool:
             return None
         if num_pages == 0:
             return np.empty(0, dtype=np.int64)
-        pages = self._peek(num_pages)
-        self._head = (self._head + num_pages) % self._num_pages
+        start = self._head
+        end = start + num_pages
+        # bench insert (short, p1): the common, unwrapped take inline (no _peek call)
+        pages = self._queue[start:end].copy() if end <= self._num_pages else \
+            self._peek(num_pages)
+        self._head = end % self._num_pages
         self._count -= num_pages
         self._allocated[pages] = True
         if self._handed_out < self._num_pages:
