@@ -71,6 +71,8 @@ class CacheBase:
         states = [side.index for side in self.sides if not side.per_token]
         self._state = states[0] if states else None
         """Index of the state component whose state a match returns (MAMBA), if any."""
+        self._state_component = self.tree.components[self._state or 0]
+        """That component (the primary one when there is none: then never read)."""
         self._owner = _Owner()
         self._lease_ids = itertools.count(1)
         self._leases: dict[int, Lease] = {}
@@ -151,9 +153,11 @@ class CacheBase:
         if index is None:
             result = MatchResult(length, path_values, handle)
         else:
-            state = None if node is None else self.tree.value(node, index)
-            result = MatchResult(length, path_values, handle, state,
-                                 (found.branch, num_tokens, self.tree.components[index]))
+            # bench match_prefix (full+mamba): a component's device value sits at its own
+            # index of the values list (core.tiers.value_slot), as the FULL slots above do
+            result = MatchResult(length, path_values, handle,
+                                 None if node is None else node.values[index],
+                                 (found.branch, num_tokens, self._state_component))
         if self.host is not None:
             self._with_host(result, key, space, found)
         return result

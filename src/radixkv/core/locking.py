@@ -35,8 +35,6 @@ class Locker(TreeState):
             self.live_locks[receipt.id] = receipt
             return receipt
         start, boundaries = node.start, []
-        if end is None:
-            end = start + node.length
         # bench lock_unlock: one pass computes each boundary and pins; a whole-path lock
         # takes its own tight loop, a one-node lock is done inline
         for index, mode, component in self._lock_plan:
@@ -45,11 +43,13 @@ class Locker(TreeState):
                                      else _pin_path(node, index))
                 boundaries.append(0)
             elif mode is WINDOW:
-                pinned, boundary = _pin_window(node, index, component.window_start(end))
+                pinned, boundary = _pin_window(node, index, component.window_start(
+                    start + node.length if end is None else end))
                 protected[index] += pinned
                 boundaries.append(boundary)
             else:
-                boundary = start if mode is NODE else component.lock_boundary(node, end)
+                boundary = start if mode is NODE else component.lock_boundary(
+                    node, start + node.length if end is None else end)
                 boundaries.append(boundary)
                 if boundary != start:
                     protected[index] += self._pin(node, index, boundary)
