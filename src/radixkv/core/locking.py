@@ -35,8 +35,6 @@ class Locker(TreeState):
             self.live_locks[receipt.id] = receipt
             return receipt
         start, boundaries = node.start, []
-        if end is None:
-            end = start + node.length
         # bench lock_unlock: one pass computes each boundary and pins; a whole-path lock
         # takes its own tight loop, a one-node lock is done inline
         for index, mode, component in self._lock_plan:
@@ -44,21 +42,23 @@ class Locker(TreeState):
                 protected[index] += (self._pin(node, index, 0) if holes[index]
                                      else _pin_path(node, index))
                 boundaries.append(0)
-            elif mode is WINDOW:
-                pinned, boundary = _pin_window(node, index, component.window_start(end))
-                protected[index] += pinned
-                boundaries.append(boundary)
-            else:
-                boundary = start if mode is NODE else component.lock_boundary(node, end)
-                boundaries.append(boundary)
-                if boundary != start:
-                    protected[index] += self._pin(node, index, boundary)
-                    continue
+            elif mode is NODE:
+                boundaries.append(start)
                 locks = node.locks
                 locks[index] += 1
                 if locks[index] == 1 and node.values[index] is not None:
                     size = self._sizes[index]
                     protected[index] += node.length if size is None else size(node)
+            elif mode is WINDOW:
+                pinned, boundary = _pin_window(node, index, component.window_start(
+                    start + node.length if end is None else end))
+                protected[index] += pinned
+                boundaries.append(boundary)
+            else:
+                boundary = component.lock_boundary(
+                    node, start + node.length if end is None else end)
+                boundaries.append(boundary)
+                protected[index] += self._pin(node, index, boundary)
         receipt = Lock(self._owner, next(self._lock_ids), node, tuple(boundaries))
         self.live_locks[receipt.id] = receipt
         return receipt
