@@ -332,6 +332,21 @@ def test_free_pages_guards_against_pages_not_held(pages: SlotArray) -> None:
     assert pool.snapshot() == before
 
 
+@pytest.mark.parametrize("pages", [ids(2), ids(1, 3), ids(0, 2)])
+def test_free_pages_of_distinct_pages_still_refuses_a_page_not_held(pages: SlotArray) -> None:
+    """``distinct`` skips only the repeat check: a page not allocated is still refused."""
+    pool = make_pool(8, 2)
+    must_alloc(pool, 4)  # pages 0 and 1
+    before = pool.snapshot()
+    with pytest.raises(InvariantError, match="does not hold"):
+        pool.free_pages(pages, distinct=True)
+    assert pool.snapshot() == before
+    pool.free_pages(ids(1, 0), distinct=True)
+    twin = make_pool(8, 2)
+    twin.free(must_alloc(twin, 4)[[2, 3, 0, 1]])
+    assert pool.snapshot() == twin.snapshot()
+
+
 def test_bad_free_errors_are_value_errors() -> None:
     pool = make_pool(4)
     with pytest.raises(ValueError):

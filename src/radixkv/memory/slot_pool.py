@@ -46,7 +46,7 @@ class SlotPool:
         "_allocated",
         "_config",
         "_count",
-        "_handed_out",
+        "_ever_allocated",
         "_head",
         "_num_pages",
         "_order",
@@ -75,12 +75,9 @@ class SlotPool:
         )
         # Page k is allocated <=> _allocated[k]; a free page is in the ring exactly once.
         self._allocated: BoolArray = np.zeros(self._num_pages, dtype=np.bool_)
-        # Diagnostics only (tells a double free from a free of a page never allocated): how
-        # many pages were handed out since the last reset, capped at num_pages. The ring
-        # hands out pages 0, 1, 2... before any freed page (those queue behind them), so
-        # page k was ever allocated exactly when k < _handed_out.
-        # bench insert (short, p1): an int, not a second map written on every alloc
-        self._handed_out = 0
+        # Diagnostics only: was the page handed out since the last reset? Tells a double free
+        # from a free of a page that was never allocated.
+        self._ever_allocated: BoolArray = np.zeros(self._num_pages, dtype=np.bool_)
         # Ring buffer of free page ids: _queue[(_head + i) % num_pages] for i < _count.
         self._queue: SlotArray = np.arange(self._num_pages, dtype=np.int64)
         self._head = 0
@@ -172,16 +169,11 @@ class SlotPool:
             return None
         if num_pages == 0:
             return np.empty(0, dtype=np.int64)
-        start = self._head
-        end = start + num_pages
-        # bench insert (short, p1): the common, unwrapped take inline (no _peek call)
-        pages = self._queue[start:end].copy() if end <= self._num_pages else \
-            self._peek(num_pages)
-        self._head = end % self._num_pages
+        pages = self._peek(num_pages)
+        self._head = (self._head + num_pages) % self._num_pages
         self._count -= num_pages
         self._allocated[pages] = True
-        if self._handed_out < self._num_pages:
-            self._handed_out = min(self._num_pages, self._handed_out + num_pages)
+        self._ever_allocated[pages] = True
         return pages
 
     def slots_of(self, pages: SlotArray) -> SlotArray:
@@ -267,7 +259,7 @@ class SlotPool:
         Mutates. Cost O(capacity). Never raises.
         """
         self._allocated.fill(False)
-        self._handed_out = 0
+        self._ever_allocated.fill(False)
         self._queue[:] = np.arange(self._num_pages, dtype=np.int64)
         self._head = 0
         self._count = self._num_pages
@@ -304,7 +296,7 @@ class SlotPool:
             self.capacity,
             self._page_size,
             self._allocated.tobytes(),
-            self._ever_allocated().tobytes(),
+            self._ever_allocated.tobytes(),
             self._peek(self._count).tobytes(),
         )
 
@@ -312,15 +304,6 @@ class SlotPool:
 
     def _label(self) -> str:
         return f"SlotPool {self.name!r}"
-
-    def _ever_allocated(self) -> BoolArray:
-        """Per page, whether it was handed out since the last reset; O(capacity)."""
-        ever: BoolArray = np.arange(self._num_pages) < self._handed_out
-        return ever
-
-    def _was_allocated(self, page: int) -> bool:
-        """Whether ``page`` was handed out since the last reset; O(1)."""
-        return page < self._handed_out
 
     def _peek(self, k: int) -> SlotArray:
         """Copy of the first ``k`` page ids of the free queue (``k <= _count``)."""
