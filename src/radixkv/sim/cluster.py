@@ -21,7 +21,7 @@ import numpy as np
 
 from .engine import EngineConfig, SimEngine
 from .jobs import Job
-from .keys import PrefixIndex, namespace_salt, page_keys
+from .keys import PrefixIndex, SequenceKeys, namespace_salt
 from .records import RequestRecord
 from .requests import SimRequest, check_workload
 
@@ -107,7 +107,9 @@ class _Run:
         self.page = engines[0].page
         self.records = [RequestRecord(r.rid, r.arrival, len(r.prompt), len(r.output),
                                       turn=_turn(r)) for r in requests]
-        self._record = {r.rid: record for r, record in zip(requests, self.records)}
+        self._record = {r.rid: (index, record)
+                        for index, (r, record) in enumerate(zip(requests, self.records))}
+        self.keys = SequenceKeys([_cached_parts(r) for r in requests], self.page)
         self.children: dict[int, list[SimRequest]] = defaultdict(list)
         self.arrivals: list[tuple[float, int, SimRequest]] = []
         for request in requests:
@@ -121,22 +123,31 @@ class _Run:
         self.done = 0
 
     def loop(self) -> None:
-        while self.arrivals or any(engine.busy for engine in self.engines):
-            next_arrival = self.arrivals[0][0] if self.arrivals else math.inf
-            busy = [engine for engine in self.engines if engine.busy]
-            engine = min(busy, key=lambda e: e.now) if busy else None
-            if engine is not None and engine.now < next_arrival:
-                for job in engine.step(next_arrival):
+        arrivals, single = self.arrivals, len(self.engines) == 1
+        while True:
+            engine = self._earliest_busy(single)
+            if engine is None and not arrivals:
+                return
+            if engine is not None and (not arrivals or engine.now < arrivals[0][0]):
+                for job in engine.step(arrivals[0][0] if arrivals else math.inf):
                     self._finished(job, engine.now)
             else:
-                arrival, _, request = heapq.heappop(self.arrivals)
+                arrival, _, request = heapq.heappop(arrivals)
                 self._arrive(request, arrival)
 
+    def _earliest_busy(self, single: bool) -> SimEngine | None:
+        """The busy engine whose clock is earliest (``None``: all idle)."""
+        if single:  # bench sim: one engine, no list or key function per event
+            engine = self.engines[0]
+            return engine if engine.busy else None
+        busy = [engine for engine in self.engines if engine.busy]
+        return min(busy, key=lambda e: e.now) if busy else None
+
     def _arrive(self, request: SimRequest, now: float) -> None:
-        record = self._record[request.rid]
+        index, record = self._record[request.rid]
         record.arrival = now
         salt = namespace_salt(self.cache.namespace_of(request.namespace))
-        job = Job(request, record, _sequence_keys(request, self.page, salt), self.page, salt)
+        job = Job(request, record, self.keys.of(index, salt), self.page, salt)
         keys = job.keys
         job.seen = self.seen.longest(keys)
         # bench sim: only the keys past the seen prefix are new (the index is closed under
@@ -144,7 +155,7 @@ class _Run:
         self.seen.add(keys[job.seen // self.page :])
         job.seen_any = job.seen
         if self.seen_any is not None:
-            plain: list[int] = page_keys(request.prompt, self.page).tolist()
+            plain = keys if not salt else self.keys.of(index)[: len(keys)]
             job.seen_any = self.seen_any.longest(plain)
             self.seen_any.add(plain[job.seen_any // self.page :])
         self.router.pick(job).submit(job, now)
@@ -159,14 +170,12 @@ class _Run:
             self.progress(self.done, len(self.records))
 
 
-def _sequence_keys(request: SimRequest, page: int, salt: int) -> list[int]:
-    """Page keys of everything the request may cache: its prompt and, when its answer is
-    cached, the fed part of the answer (all but the last token); one pass for both."""
-    tokens = request.prompt
+def _cached_parts(request: SimRequest) -> tuple[np.ndarray, ...]:
+    """What the request may cache: its prompt and, when its answer is cached, the fed part
+    of the answer (all but the last token)."""
     if request.cache_output and len(request.output) > 1:
-        tokens = np.concatenate((tokens, request.output[:-1]))
-    keys: list[int] = page_keys(tokens, page, salt).tolist()
-    return keys
+        return request.prompt, request.output[:-1]
+    return (request.prompt,)
 
 
 def _turn(request: SimRequest) -> int | None:
