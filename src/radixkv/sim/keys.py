@@ -48,7 +48,9 @@ class _Weights:
 _WEIGHTS = _Weights()
 
 CHUNK_TOKENS = 1 << 17
-"""Tokens per vectorized pass of :class:`SequenceKeys` (small enough that its temporaries stay in the CPU caches)."""
+"""Tokens per vectorized pass of :class:`SequenceKeys`: its two buffers (8 bytes a token)
+stay in the CPU caches and are reused (bench sim: fresh 16 MB arrays cost more in page
+faults than the arithmetic)."""
 
 
 def namespace_salt(namespace: object) -> int:
