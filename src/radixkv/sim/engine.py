@@ -238,14 +238,16 @@ class SimEngine:
     def _decode_jump(self, horizon: float, done: list[Job]) -> None:
         batch = self.batch
         steps = min(batch.steps_to_next_finish(), max(1, self.config.decode_reserve))
-        per_step = self.cost.matmuls(len(batch)) + self._decode_time()
+        size = len(batch)
+        per_step = self.cost.matmuls(size) + self._decode_time()
         if self.now < horizon < math.inf:
             steps = min(steps, max(1, int((horizon - self.now) / per_step)))
         count = self._grow(steps, done)
         if count:
+            if count != size:  # preemptions left a smaller batch
+                per_step = self.cost.matmuls(count) + self._decode_time()
             growth = count * steps * (steps - 1) / 2 * self.cost.full_layers
-            self.now += steps * (self.cost.matmuls(count) + self._decode_time()) + (
-                growth * self.cost.kv_read)
+            self.now += steps * per_step + growth * self.cost.kv_read
         self._complete(batch.advance(steps) if count else [], done)
 
     def _decode_time(self) -> float:
