@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .opcodes import add_opcodes
 from .storage_args import add_storage
 
 COMPONENTS = ("full", "full+swa", "full+mamba")
@@ -107,6 +108,7 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                         help="write every round's results and the summary as JSON")
     _add_tiers(sub)
     add_storage(sub)
+    add_opcodes(sub)
     sim = sub.add_parser(
         "sim", help="requests per second of wall time the simulator runs",
         description="Run a chat workload through the simulator (radixkv.sim) with a FULL "
@@ -155,7 +157,7 @@ def _add_tiers(sub: Any) -> None:
 
 _RUNNERS = {"tiers": (".tier_run", "run_tiers"), "scale": (".scale", "run_scale"),  # lazy
             "events": (".events", "run_events"), "sim": ("..sim.speed", "run_speed"),
-            "storage": (".storage_run", "run_storage")}
+            "storage": (".storage_run", "run_storage"), "opcodes": (".opcodes", "run_opcodes")}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -71,6 +71,8 @@ class CacheBase:
         states = [side.index for side in self.sides if not side.per_token]
         self._state = states[0] if states else None
         """Index of the state component whose state a match returns (MAMBA), if any."""
+        self._state_component = self.tree.components[self._state or 0]
+        """That component (the primary one when there is none: then never read)."""
         self._owner = _Owner()
         self._lease_ids = itertools.count(1)
         self._leases: dict[int, Lease] = {}
@@ -94,6 +96,8 @@ class CacheBase:
             self.pools.evictor = self.host.evict_device
             self.pools.settle = self.host.settle_backups
             self.host.listener = self._on_copy
+        self._match_extras = self.explain or self.host is not None
+        """Whether a match has more to do than find the prefix and count it."""
         self.storage: StorageTierController | None = None
         """The storage tier (L3), when the configuration has one."""
         self.closing_events: list[KVEvent] = []
@@ -140,8 +144,6 @@ class CacheBase:
         counters["matches"] += 1
         counters["match_tokens"] += num_tokens
         counters["hit_tokens"] += length
-        if length < found.branch and self.explain:  # bench match_prefix: a cut prefix only
-            count_lost(self.lost, self.tree, found, key, space)
         # bench match_prefix: a handle is the node's int id (no NodeId call)
         handle: NodeId | None = None if node is None else node.id  # type: ignore[assignment]
         # bench match_prefix: the values lists are taken, not read (they are cold in the CPU
@@ -151,12 +153,22 @@ class CacheBase:
         if index is None:
             result = MatchResult(length, path_values, handle)
         else:
-            state = None if node is None else self.tree.value(node, index)
-            result = MatchResult(length, path_values, handle, state,
-                                 (found.branch, num_tokens, self.tree.components[index]))
+            # bench match_prefix (full+mamba): a component's device value sits at its own
+            # index of the values list (core.tiers.value_slot), as the FULL slots above do
+            result = MatchResult(length, path_values, handle,
+                                 None if node is None else node.values[index],
+                                 (found.branch, num_tokens, self._state_component))
+        if self._match_extras:  # bench match_prefix: one test for the ledger and the host
+            self._after_match(result, key, space, found)
+        return result
+
+    def _after_match(self, result: MatchResult, key: bytes, space: Namespace,
+                     found: TreeMatch) -> None:
+        """Count why a cut prefix was cut (lost-hit ledger), and add the host tier's part."""
+        if found.length < found.branch and self.explain:
+            count_lost(self.lost, self.tree, found, key, space)
         if self.host is not None:
             self._with_host(result, key, space, found)
-        return result
 
     def _with_host(self, result: MatchResult, key: bytes, space: Namespace,
                    found: TreeMatch) -> None:
@@ -231,6 +243,10 @@ class CacheBase:
         is another cache's or is a root; :class:`InvalidArgumentError` for an empty match or
         a length that does not end inside the node on a page boundary."""
         tree = self.tree
+        if type(prefix) is int and length is None:  # bench lock_unlock: a handle, whole path
+            found = tree.nodes.get(prefix)
+            if found is not None and found.parent is not None:
+                return tree.lock(found)
         if type(prefix) is MatchResult:
             if length is not None:
                 raise InvalidArgumentError("lock(match) takes the match's own length")
@@ -241,10 +257,7 @@ class CacheBase:
                     and node.parent.parent is not None:  # a later split cut above the end
                 node = node.parent
         else:
-            # bench lock_unlock: an int handle is looked up inline (tree.node explains a miss)
-            found = tree.nodes.get(prefix) if type(prefix) is int else None
-            node = found if found is not None and found.parent is not None \
-                else tree.node(prefix)  # type: ignore[arg-type]
+            node = tree.node(prefix)  # type: ignore[arg-type]
         if length is None:
             return tree.lock(node)
         return tree.lock(node, self._lock_end(node, length))

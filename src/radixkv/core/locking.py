@@ -28,33 +28,37 @@ class Locker(TreeState):
         that split); O(depth)."""
         if end is not None and end < node.start + node.length:
             node = self._split(node, end - node.start)
-        protected, holes, start, boundaries = self.protected, self.holes, node.start, []
+        protected, holes = self.protected, self.holes
+        if self._lone_path and not holes[0]:  # bench lock_unlock (full): no loop, no list
+            protected[0] += _pin_path(node, 0)
+            receipt = Lock(self._owner, next(self._lock_ids), node, _PATH_ONLY)
+            self.live_locks[receipt.id] = receipt
+            return receipt
+        start, boundaries = node.start, []
         # bench lock_unlock: one pass computes each boundary and pins; a whole-path lock
         # takes its own tight loop, a one-node lock is done inline
-        for index, mode in enumerate(self._lock_modes):
+        for index, mode, component in self._lock_plan:
             if mode is PATH:
                 protected[index] += (self._pin(node, index, 0) if holes[index]
                                      else _pin_path(node, index))
                 boundaries.append(0)
-                continue
-            if mode is WINDOW:
-                target = self.components[index].window_start(
-                    start + node.length if end is None else end)
-                pinned, boundary = _pin_window(node, index, target)
+            elif mode is WINDOW:
+                pinned, boundary = _pin_window(node, index, component.window_start(
+                    start + node.length if end is None else end))
                 protected[index] += pinned
                 boundaries.append(boundary)
-                continue
-            boundary = start if mode is NODE else self.components[index].lock_boundary(
-                node, start + node.length if end is None else end)
-            boundaries.append(boundary)
-            if boundary != start:
-                protected[index] += self._pin(node, index, boundary)
-                continue
-            locks = node.locks
-            locks[index] += 1
-            if locks[index] == 1 and node.values[index] is not None:
-                size = self._sizes[index]
-                protected[index] += node.length if size is None else size(node)
+            else:
+                boundary = start if mode is NODE else component.lock_boundary(
+                    node, start + node.length if end is None else end)
+                boundaries.append(boundary)
+                if boundary != start:
+                    protected[index] += self._pin(node, index, boundary)
+                    continue
+                locks = node.locks
+                locks[index] += 1
+                if locks[index] == 1 and node.values[index] is not None:
+                    size = self._sizes[index]
+                    protected[index] += node.length if size is None else size(node)
         receipt = Lock(self._owner, next(self._lock_ids), node, tuple(boundaries))
         self.live_locks[receipt.id] = receipt
         return receipt
@@ -89,6 +93,10 @@ class Locker(TreeState):
                 self.live_locks.get(receipt.id) is not receipt:
             self.check_receipt(receipt)  # raises the precise error (or accepts a subclass)
         protected, node, parked = self.protected, receipt.node, self._parked
+        if self._lone_path and not parked[0] and not self.holes[0]:  # see lock
+            protected[0] -= _unpin_path(node, 0)
+            del self.live_locks[receipt.id]
+            return
         start = node.start
         for index, boundary in enumerate(receipt.boundaries):
             if parked[index]:
@@ -147,6 +155,10 @@ class Locker(TreeState):
                 current = current.parent
             sizes.append(total)
         return sizes
+
+
+_PATH_ONLY = (0,)
+"""The boundaries of a lock of a lone whole-path component."""
 
 
 def _pinned_size(component: Component, node: Node, end: int) -> int:

@@ -126,6 +126,10 @@ class TreeState:
         """Per component, the others' values that go when its eviction removes the node."""
         self.policy = make_policy(config.policy)
         self._lock_modes = [lock_mode(c) for c in self.components]
+        self._lock_plan = tuple(zip(range(len(self.components)), self._lock_modes,
+                                    self.components))
+        self._lone_path = self._lock_modes == [PATH]
+        """One component, pinning whole paths (FULL alone): locks take a fast path."""
         self._sizes = [None if c.per_token else c.value_size for c in self.components]
         """Per component, its value_size hook, or None when that is the node's length."""
         self._whole_all = all(c.whole_when_complete for c in self.components)

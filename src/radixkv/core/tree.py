@@ -74,7 +74,7 @@ class TreeCore(Attacher):
         if length < matched:
             path = [node for node in path if node.start < length]
         if touch and path:
-            self._access(path, hit=True)
+            self._access(path)
         return TreeMatch(length, path[-1] if path else None, path, matched)
 
     def _usable(self, path: list[Node], length: int) -> int:
@@ -96,16 +96,15 @@ class TreeCore(Attacher):
                 return length
             length = candidate
 
-    def _access(self, path: Sequence[Node], hit: bool) -> None:
-        self.tick += 1
-        tick, queues = self.tick, self.queues
-        bump = 1 if hit else 0
+    def _access(self, path: Sequence[Node]) -> None:
+        """Refresh the recency of ``path``'s nodes and count a hit on each."""
+        self.tick = tick = self.tick + 1
         for node in path:
             node.last_access = tick
-            node.hits += bump
+            node.hits += 1
         if self.policy.monotone:  # bench match_prefix: queues re-key lazily at pop
             return
-        last = path[-1]
+        last, queues = path[-1], self.queues
         for queue in self.host_queues:
             for node in path:
                 queue.touch(node)
@@ -142,7 +141,7 @@ class TreeCore(Attacher):
     def touch(self, match: TreeMatch) -> None:
         """Access and hit the nodes of a match made with ``touch=False``."""
         if match.path:
-            self._access(match.path, hit=True)
+            self._access(match.path)
 
     # ------------------------------------------------------------------ reset / events
 
