@@ -42,23 +42,23 @@ class Locker(TreeState):
                 protected[index] += (self._pin(node, index, 0) if holes[index]
                                      else _pin_path(node, index))
                 boundaries.append(0)
+            elif mode is NODE:
+                boundaries.append(start)
+                locks = node.locks
+                locks[index] += 1
+                if locks[index] == 1 and node.values[index] is not None:
+                    size = self._sizes[index]
+                    protected[index] += node.length if size is None else size(node)
             elif mode is WINDOW:
                 pinned, boundary = _pin_window(node, index, component.window_start(
                     start + node.length if end is None else end))
                 protected[index] += pinned
                 boundaries.append(boundary)
             else:
-                boundary = start if mode is NODE else component.lock_boundary(
+                boundary = component.lock_boundary(
                     node, start + node.length if end is None else end)
                 boundaries.append(boundary)
-                if boundary != start:
-                    protected[index] += self._pin(node, index, boundary)
-                    continue
-                locks = node.locks
-                locks[index] += 1
-                if locks[index] == 1 and node.values[index] is not None:
-                    size = self._sizes[index]
-                    protected[index] += node.length if size is None else size(node)
+                protected[index] += self._pin(node, index, boundary)
         receipt = Lock(self._owner, next(self._lock_ids), node, tuple(boundaries))
         self.live_locks[receipt.id] = receipt
         return receipt
