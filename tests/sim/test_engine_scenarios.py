@@ -6,11 +6,18 @@ of its first n - 1 tokens."""
 
 from __future__ import annotations
 
-import numpy as np
+import gc
 
+import numpy as np
+import pytest
+
+from radixkv import CacheConfig
+from radixkv.errors import InvalidNamespaceError
+from radixkv.sim.cluster import YOUNG_COLLECTION, SimConfig, simulate
+from radixkv.sim.engine import EngineConfig
 from radixkv.sim.records import REASONS
 
-from .support import hits, request, run, tokens
+from .support import UNIT_COST, hits, request, run, tokens
 
 A, B, C = tokens(0, 16), tokens(100, 8), tokens(200, 8)
 
@@ -124,3 +131,15 @@ def test_tenants_split_a_system_prompt_workload_into_namespaces() -> None:
     one, three = run(shared), run(split)
     assert sum(hits(three)) < sum(hits(one))
     assert sum(r.losses["other_namespace"] for r in three.records) > 0
+
+
+def test_a_run_paces_the_garbage_collector_and_restores_it_even_on_error() -> None:
+    before = gc.get_threshold()
+    during: list[tuple[int, int, int]] = []
+    config = SimConfig(EngineConfig(CacheConfig(capacity=64, page_size=4), UNIT_COST))
+    simulate([request(0, 0.0, A)], config, lambda done, total: during.append(gc.get_threshold()))
+    assert during == [(max(YOUNG_COLLECTION, before[0]), *before[1:])]
+    assert gc.get_threshold() == before
+    with pytest.raises(InvalidNamespaceError):  # raised inside the run, at the arrival
+        simulate([request(0, 0.0, A, namespace=("tenant", 1.5))], config)
+    assert gc.get_threshold() == before

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from radixkv.sim.keys import PrefixIndex, namespace_salt, page_keys
+from radixkv.sim import keys as keys_module
+from radixkv.sim.keys import PrefixIndex, SequenceKeys, namespace_salt, page_keys
 
 from .support import tokens
 
@@ -48,3 +50,30 @@ def test_longest_finds_the_shared_prefix_by_halving() -> None:
     assert index.longest(probe, limit=2) == 8
     assert index.longest(page_keys(tokens(7, 12), 4).tolist()) == 0
     assert len(index) == 5
+
+
+def _parts(rng: np.random.Generator) -> list[np.ndarray]:
+    return [rng.integers(0, 1 << 32, int(rng.integers(0, 30)), dtype=np.uint64).astype(np.uint32)
+            for _ in range(int(rng.integers(0, 3)))]
+
+
+@pytest.mark.parametrize("chunk", [1 << 17, 9, 1])
+@pytest.mark.parametrize("page", [1, 4, 16])
+def test_sequence_keys_equal_each_sequences_page_keys(chunk: int, page: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keys_module, "CHUNK_TOKENS", chunk)  # passes of one or many sequences
+    rng = np.random.default_rng(page * 1000 + chunk)
+    sequences = [_parts(rng) for _ in range(80)]
+    table = SequenceKeys(sequences, page)
+    salt = namespace_salt(("tenant-a", None))
+    for index, parts in enumerate(sequences):
+        whole = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+        assert table.of(index) == page_keys(whole, page).tolist()
+        assert table.of(index, salt) == page_keys(whole, page, salt).tolist()
+
+
+def test_sequence_keys_of_sequences_shorter_than_a_page_are_empty() -> None:
+    table = SequenceKeys([(tokens(0, 3),), (), (tokens(5, 2), tokens(9, 1))], 4)
+    assert table.of(0) == table.of(1) == [] and table.of(2) == page_keys(
+        np.array([5, 6, 9], dtype=np.uint32), 4).tolist() == []
+    assert SequenceKeys([], 4)._offsets == [0]

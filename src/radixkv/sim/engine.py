@@ -123,8 +123,10 @@ class SimEngine:
             self.steps += 1
         if self.copies is not None and self.copies.blocked_until > self.now:
             self.now = self.copies.blocked_until
-        self._drain_events()
-        self._sample()
+        if self.resident is not None:
+            self._drain_events()
+        if self.now >= self._next_sample:
+            self._sample()
         return done
 
     def _runnable(self) -> bool:
@@ -175,11 +177,14 @@ class SimEngine:
         record.hit, record.host_hit = hit, job.host_hit
         if record.admitted is None:
             record.admitted = self.now
-        self._drain_events()
-        resident = None if self.resident is None else self.resident.longest(job.keys)
-        keys = job.keys
-        bounds = (resident, self.held_once.longest(keys), self.computed_once.longest(keys),
-                  job.seen, job.seen_any)
+        keys, resident = job.keys, None
+        if self.resident is not None:
+            self._drain_events()
+            resident = self.resident.longest(keys)
+        held = self.held_once.longest(keys)
+        computed = held if self.computed_once is self.held_once else (
+            self.computed_once.longest(keys))
+        bounds = (resident, held, computed, job.seen, job.seen_any)
         record.losses = partition(job.prompt_len, self.page, hit, bounds)
 
     def _reject(self, job: Job, done: list[Job]) -> None:
@@ -233,14 +238,16 @@ class SimEngine:
     def _decode_jump(self, horizon: float, done: list[Job]) -> None:
         batch = self.batch
         steps = min(batch.steps_to_next_finish(), max(1, self.config.decode_reserve))
-        per_step = self.cost.matmuls(len(batch)) + self._decode_time()
+        size = len(batch)
+        per_step = self.cost.matmuls(size) + self._decode_time()
         if self.now < horizon < math.inf:
             steps = min(steps, max(1, int((horizon - self.now) / per_step)))
         count = self._grow(steps, done)
         if count:
+            if count != size:  # preemptions left a smaller batch
+                per_step = self.cost.matmuls(count) + self._decode_time()
             growth = count * steps * (steps - 1) / 2 * self.cost.full_layers
-            self.now += steps * (self.cost.matmuls(count) + self._decode_time()) + (
-                growth * self.cost.kv_read)
+            self.now += steps * per_step + growth * self.cost.kv_read
         self._complete(batch.advance(steps) if count else [], done)
 
     def _decode_time(self) -> float:
@@ -316,12 +323,10 @@ class SimEngine:
     # ------------------------------------------------------------------ observation
 
     def _drain_events(self) -> None:
-        if self.resident is not None:
-            self.resident.feed(self.cache.take_events())
+        assert self.resident is not None
+        self.resident.feed(self.cache.take_events())
 
     def _sample(self) -> None:
-        if self.now < self._next_sample:
-            return
         self._next_sample = self.now + self.config.sample_every
         stats = self.cache.stats()
         used = [c.pool_capacity - c.pool_available for c in stats.components.values()]

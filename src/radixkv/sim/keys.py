@@ -12,7 +12,8 @@ key with probability about 2**-64.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -46,6 +47,11 @@ class _Weights:
 
 _WEIGHTS = _Weights()
 
+CHUNK_TOKENS = 1 << 17
+"""Tokens per vectorized pass of :class:`SequenceKeys`: its two buffers (8 bytes a token)
+stay in the CPU caches and are reused (bench sim: fresh 16 MB arrays cost more in page
+faults than the arithmetic)."""
+
 
 def namespace_salt(namespace: object) -> int:
     """A 64-bit salt per namespace (the default one, ``None`` or ``(None, None)``: 0),
@@ -64,10 +70,23 @@ def prefix_sums(tokens: np.ndarray, start: int = 0) -> np.ndarray:
     prefixes of equal length differ in some term, and a random weight makes their sums
     collide with probability about 2**-64."""
     weights = _WEIGHTS.first(start + len(tokens))[start:]
-    scrambled = (tokens.astype(np.uint64) + _GOLDEN) * _M1  # never 0, for any token
-    scrambled ^= scrambled >> _S31
-    scrambled *= weights
-    return np.cumsum(scrambled, dtype=np.uint64)
+    return np.cumsum(_terms(tokens, weights), dtype=np.uint64)
+
+
+def _terms(tokens: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each token's term of the running sum: its scrambled value times its weight."""
+    values = tokens.astype(np.uint64)
+    _scramble(values)
+    values *= weights
+    return values
+
+
+def _scramble(values: np.ndarray, spare: np.ndarray | None = None) -> None:
+    """Scramble uint64 token values in place (never 0, for any token); ``spare``: a
+    buffer of the same shape for the intermediate."""
+    values += _GOLDEN
+    values *= _M1
+    values ^= np.right_shift(values, _S31, out=spare)
 
 
 def page_keys(tokens: np.ndarray, page: int, salt: int = 0) -> np.ndarray:
@@ -79,6 +98,76 @@ def page_keys(tokens: np.ndarray, page: int, salt: int = 0) -> np.ndarray:
     sums = prefix_sums(tokens[:whole])[page - 1 :: page]
     keys: np.ndarray = sums ^ np.uint64(salt)
     return keys
+
+
+class SequenceKeys:
+    """The unsalted page keys of many token sequences, computed up front in vectorized
+    passes over about :data:`CHUNK_TOKENS` tokens at a time in two reused buffers, rather
+    than one short pass per sequence (bench sim: that was a tenth of the run). Sequence
+    ``i`` is the concatenation of the arrays ``sequences[i]`` (say a prompt and an answer);
+    :meth:`of` gives what :func:`page_keys` gives for it. Holds 8 bytes a page."""
+
+    def __init__(self, sequences: Sequence[Sequence[np.ndarray]], page: int) -> None:
+        self.page = page
+        pages = [sum(len(part) for part in parts) // page for parts in sequences]
+        offsets = self._offsets = [0, *itertools.accumulate(pages)]
+        self._keys = np.empty(offsets[-1], dtype=np.uint64)
+        groups = _groups(offsets, max(1, CHUNK_TOKENS // page))
+        most = max((offsets[last] - offsets[first] for first, last in groups), default=0)
+        buffers = np.empty(most * page, dtype=np.uint64), np.empty(most * page, dtype=np.uint64)
+        for first, last in groups:
+            self._fill(sequences[first:last], pages[first:last], offsets[first], *buffers)
+
+    def of(self, index: int, salt: int = 0) -> list[int]:
+        """Page keys of sequence ``index`` in the namespace of ``salt``."""
+        keys = self._keys[self._offsets[index] : self._offsets[index + 1]]
+        listed: list[int] = (keys ^ np.uint64(salt) if salt else keys).tolist()
+        return listed
+
+    def _fill(self, sequences: Sequence[Sequence[np.ndarray]], pages: list[int], offset: int,
+              values: np.ndarray, spare: np.ndarray) -> None:
+        """The keys of ``sequences`` (each cut to ``pages`` whole pages) from ``offset`` on:
+        page sums over their concatenation, one running sum over those, less the sum before
+        each sequence (wrapping uint64 arithmetic, so the difference is exact)."""
+        page = self.page
+        count = sum(pages)
+        if not count:
+            return
+        values, spare = values[: count * page], spare[: count * page]
+        np.concatenate(_cut(sequences, pages, page), out=values)
+        _scramble(values, spare)
+        table = _WEIGHTS.first(max(pages) * page)
+        np.concatenate([table[: n * page] for n in pages], out=spare)
+        values *= spare
+        sums = np.cumsum(values.reshape(-1, page).sum(axis=1, dtype=np.uint64), dtype=np.uint64)
+        starts = np.cumsum(pages) - pages
+        before = np.where(starts > 0, sums[np.maximum(starts - 1, 0)], np.uint64(0))
+        self._keys[offset : offset + count] = sums - np.repeat(before, pages)
+
+
+def _groups(offsets: list[int], pages: int) -> list[tuple[int, int]]:
+    """Consecutive index ranges of sequences of about ``pages`` pages in all (a longer
+    sequence alone), given the running page counts ``offsets``."""
+    groups, first = [], 0
+    for index in range(1, len(offsets)):
+        if offsets[index] - offsets[first] >= pages or index == len(offsets) - 1:
+            groups.append((first, index))
+            first = index
+    return groups
+
+
+def _cut(sequences: Sequence[Sequence[np.ndarray]], pages: list[int], page: int
+         ) -> list[np.ndarray]:
+    """The parts of each sequence up to its last whole page."""
+    parts = []
+    for sequence, count in zip(sequences, pages):
+        room = count * page
+        for part in sequence:
+            if room <= 0:
+                break
+            parts.append(part[:room])
+            room -= len(part)
+    return parts
 
 
 class PrefixIndex:

@@ -66,12 +66,13 @@ def partition(length: int, page: int, hit: int, bounds: tuple[int | None, int, i
     so the parts add up to ``length``."""
     cap = max(0, length - 1) // page * page
     resident, held, computed, seen, anywhere = bounds
-    edges = [hit, hit if resident is None else resident, held, computed, seen, anywhere]
-    for index in range(1, len(edges)):
-        edges[index] = min(max(edges[index], edges[index - 1]), cap)
-    order = ("swa_mamba_missing", "evicted_full", "never_cached", "not_cached_yet",
-             "other_namespace")
-    parts = {"hit": hit, **{name: high - low for name, low, high in zip(order, edges, edges[1:])}}
-    parts["never_seen"] = cap - edges[-1]
-    parts["uncacheable_tail"] = length - cap
-    return {name: parts[name] for name in REASONS}
+    # bench sim: straight-line min/max, once per admission
+    live = min(max(hit if resident is None else resident, hit), cap)
+    held = min(max(held, live), cap)
+    computed = min(max(computed, held), cap)
+    seen = min(max(seen, computed), cap)
+    anywhere = min(max(anywhere, seen), cap)
+    return {"hit": hit, "evicted_full": held - live, "swa_mamba_missing": live - hit,
+            "never_cached": computed - held, "not_cached_yet": seen - computed,
+            "other_namespace": anywhere - seen, "never_seen": cap - anywhere,
+            "uncacheable_tail": length - cap}
