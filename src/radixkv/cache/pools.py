@@ -32,7 +32,6 @@ class ComponentPools:
                                     name=name))
             for name, shape in config.pool_shapes()
         ]
-
         self._nothing = [_NO_PAGES] * len(self.pools)
 
     def __getitem__(self, index: int) -> SlotPool:
