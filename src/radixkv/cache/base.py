@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from ..components.request import RequestSide
 from ..core.events import KVEvent
 from ..core.keys import (
     DEFAULT_NAMESPACE,
@@ -68,6 +69,9 @@ class CacheBase:
         self.names = config.names
         self.sides = [component.request_side() for component in self.tree.components]
         """Per component, how requests hold its slots."""
+        self._checkpointing = [index for index, side in enumerate(self.sides)
+                               if type(side).after_insert is not RequestSide.after_insert]
+        """The sides whose ``after_insert`` does something (the others' return 0)."""
         states = [side.index for side in self.sides if not side.per_token]
         self._state = states[0] if states else None
         """Index of the state component whose state a match returns (MAMBA), if any."""

@@ -141,7 +141,10 @@ class Tiering(TreeState):
     def place(self, node: Node, index: int, tier: int, value: np.ndarray) -> None:
         """Give ``node`` component ``index``'s ``value`` on ``tier`` (a copy's destination:
         the controller copies into it); mutates values, ledgers and queues."""
-        self._set_value(node, index, value, tier)
+        if tier == DEVICE:
+            self._set_value(node, index, value)
+        else:
+            self._set_host_value(node, index, value)
         self._refresh(node)
         if node.parent is not None and node.parent.parent is not None:
             self._refresh(node.parent)  # its leaf status on that tier may change
