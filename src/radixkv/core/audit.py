@@ -34,7 +34,7 @@ def check_tree(tree: TreeCore) -> None:
 def _check_structure(tree: TreeCore) -> set[int]:
     seen: set[int] = set()
     for namespace, root in tree.roots.items():
-        if root.parent is not None or root.key or root.namespace != namespace:
+        if root.parent is not None or root.key or root.stop or root.namespace != namespace:
             _fail(f"root {root.id} of {namespace!r} is malformed")
         if any(value is not None for value in root.values) or any(root.locks):
             _fail(f"root {root.id} holds a value or a lock")
@@ -59,6 +59,8 @@ def _check_child(tree: TreeCore, parent: Node, first: bytes, child: Node) -> Non
         _fail(f"node {child.id} has a bad key or child-dict entry")
     if child.length * tree.unit != len(child.key) or child.start != parent.end:
         _fail(f"node {child.id} has length/start inconsistent with its key and parent")
+    if child.stop != parent.stop + len(child.key):
+        _fail(f"node {child.id} has stop {child.stop}, not its parent's plus its key's bytes")
     if child.namespace != parent.namespace:
         _fail(f"node {child.id} left its namespace")
     if child.hashes is not None and len(child.hashes) * tree.page_size != child.length:

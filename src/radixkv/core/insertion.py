@@ -63,10 +63,10 @@ class Inserter(TreeState):
         unit, page_bytes, tick = self.unit, self.page_bytes, self.tick
         single = len(cuts) == 1  # bench insert: no checkpoint, no bisect per node
         path: list[Node] = []
-        node, end, new_length = root, 0, 0
-        while end < limit:
-            stop = (limit if single else cuts[bisect.bisect_right(cuts, end)]) * unit
-            pos = end * unit
+        # bench insert: positions are bytes; a node's byte end is its ``stop``
+        node, pos, new_length, end = root, 0, 0, limit * unit
+        while pos < end:
+            stop = end if single else cuts[bisect.bisect_right(cuts, pos // unit)] * unit
             child = node.children.get(key[pos : pos + page_bytes])
             if child is None:
                 child = self._add_leaf(node, key[pos:stop], priority, ttl)
@@ -81,7 +81,7 @@ class Inserter(TreeState):
                 child.priority = priority
             path.append(child)
             node = child
-            end = child.start + child.length
+            pos = child.stop
         return path, new_length
 
     def _adopt(
@@ -151,8 +151,9 @@ class Inserter(TreeState):
                    for c in self.components)
 
     def _add_leaf(self, parent: Node, key: bytes, priority: int, ttl: int) -> Node:
-        leaf = Node(next(self._ids), parent, key, parent.end, len(key) // self.unit,
-                    len(self.components), parent.namespace, self.tiers)
+        # bench insert: the parent's end read inline (no property call)
+        leaf = Node(next(self._ids), parent, key, parent.start + parent.length,
+                    len(key) // self.unit, len(self.components), parent.namespace, self.tiers)
         leaf.created = leaf.last_access = self.tick
         leaf.priority, leaf.ttl = priority, ttl
         parent.children[key[: self.page_bytes]] = leaf

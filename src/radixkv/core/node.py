@@ -12,8 +12,10 @@ class Node:
 
     ``key`` holds this edge's packed key elements (a whole number of pages); ``start`` is the
     key position (in elements) where the edge begins, so the edge covers
-    ``[start, start + length)``. ``values`` holds a value per component and tier (see
-    :mod:`radixkv.core.tiers`; on the device tier ``values[c]`` is component ``c``'s, the
+    ``[start, start + length)``; ``stop`` is the byte offset just after the edge in its
+    namespace's packed key (a match walk moves by it without measuring the edge).
+    ``values`` holds a value per component and tier (see :mod:`radixkv.core.tiers`; on
+    the device tier ``values[c]`` is component ``c``'s, the
     component at index ``c`` of the tree's component list); ``locks[c]`` is component
     ``c``'s lock count, for every tier. A ``None`` value means that component holds nothing
     there (evicted, tombstoned, or never had). ``hashes`` caches the
@@ -39,6 +41,7 @@ class Node:
         "parent",
         "priority",
         "start",
+        "stop",
         "ttl",
         "values",
     )
@@ -60,6 +63,8 @@ class Node:
         self.key = key
         self.start = start
         self.length = length
+        # a node's edge begins where its parent's ends; a split keeps the lower half's end
+        self.stop: int = 0 if parent is None else parent.stop + len(key)
         self.values: list[np.ndarray | None] = [None] * (num_components * tiers)
         self.locks: list[int] = [0] * num_components
         self.last_access = 0

@@ -330,20 +330,20 @@ class TreeState:
                 high = mid - 1
         return low * page_bytes
 
-    def _walk(self, node: Node, key: bytes) -> tuple[list[Node], int]:
-        """The nodes ``key`` runs through from ``node`` (its whole pages), and the byte
-        position where it leaves the tree; pure, O(depth)."""
-        page_bytes, pos, path = self.page_bytes, 0, []
-        end = len(key) - len(key) % page_bytes
-        while pos < end:
+    def _walk(self, root: Node, key: bytes) -> tuple[list[Node], int]:
+        """The nodes ``key`` runs through from its namespace's ``root`` (its whole pages),
+        and the byte position where it leaves the tree; pure, O(depth). The walk is
+        :meth:`TreeCore.match`'s (no bound test: see there)."""
+        page_bytes, pos, path, node = self.page_bytes, 0, [], root
+        while True:
             child = node.children.get(key[pos : pos + page_bytes])
             if child is None:
                 break
             path.append(child)
             if not key.startswith(child.key, pos):
-                pos += self._common_prefix(child.key, key, pos, end)
+                pos += self._common_prefix(child.key, key, pos, len(key))
                 break
-            pos += len(child.key)
+            pos = child.stop
             node = child
         return path, pos
 
