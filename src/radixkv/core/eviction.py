@@ -168,13 +168,13 @@ class Evictor(TreeState):
         del parent.children[node.key[: self.page_bytes]]
         del self.nodes[node.id]
         holes = self.holes  # bench evict: the device ledger first, the host's only if any
-        for index in range(len(holes)):
+        for index in self._indices:
             holes[index] -= 1
         for queue in self.queues:
             queue.discard(node)
         if self.tiers > 1:
             holes = self.ledgers[HOST].holes
-            for index in range(len(holes)):
+            for index in self._indices:
                 holes[index] -= 1
             for queue in self.host_queues:
                 queue.discard(node)

@@ -137,6 +137,9 @@ class TreeState:
         self._never_whole = [c for c in self.components if not c.whole_when_complete]
         """Components whose usable_length a match always asks (MAMBA)."""
         self.queues = [EvictionQueue(self.policy) for _ in self.components]
+        self._candidacy = tuple(zip(self.components, self.queues))
+        """Per component, the component and its candidate queue (what a refresh walks)."""
+        self._indices = range(len(self.components))
         self.host_queues = [] if self.tiers == 1 else [
             EvictionQueue(HostOnlyFirst(self.policy) if index == PRIMARY else self.policy)
             for index in range(len(self.components))]
@@ -245,8 +248,13 @@ class TreeState:
 
     def _refresh(self, node: Node) -> None:
         """Put ``node`` in or out of each component's candidate queue."""
-        for index in range(len(self.components)):
-            self._refresh_component(node, index)
+        # bench evict: one loop over (component, queue) pairs, no call per component
+        for component, queue in self._candidacy:
+            if component.is_candidate(node):
+                if node.id not in queue.members:  # bench insert: no __contains__ call
+                    queue.add(node)
+            elif node.id in queue.members:
+                queue.discard(node)
         if self.host_queues:
             self._refresh_host(node)
 
@@ -258,14 +266,6 @@ class TreeState:
                 queue.add(node)
             elif node.id in queue.members:
                 queue.discard(node)
-
-    def _refresh_component(self, node: Node, index: int) -> None:
-        queue = self.queues[index]
-        if self.components[index].is_candidate(node):
-            if node.id not in queue.members:  # bench insert: no __contains__ call
-                queue.add(node)
-        elif node.id in queue.members:
-            queue.discard(node)
 
     def _split(self, node: Node, upper_length: int) -> Node:
         """Cut ``node`` after ``upper_length`` elements; ``node`` stays the lower half (its
