@@ -4,6 +4,7 @@ eviction, inspection). The request life-cycle and the caller-held path are mixin
 from __future__ import annotations
 
 import itertools
+from operator import attrgetter
 from typing import Any
 
 from ..components.request import RequestSide
@@ -36,6 +37,9 @@ from .lease import Lease, LeaseState
 from .lost_hits import count_lost
 from .pools import ComponentPools
 from .results import PRIMARY, CacheStats, MatchResult
+
+_VALUES = attrgetter("values")
+"""A node's values list (a match result takes each path node's)."""
 
 
 class _Owner:
@@ -151,8 +155,9 @@ class CacheBase:
         # bench match_prefix: a handle is the node's int id (no NodeId call)
         handle: NodeId | None = None if node is None else node.id  # type: ignore[assignment]
         # bench match_prefix: the values lists are taken, not read (they are cold in the CPU
-        # cache); their FULL entries on a usable path are never None
-        path_values = [n.values for n in found.path]
+        # cache); their FULL entries on a usable path are never None. map + attrgetter: one
+        # C loop (match 613 -> 576 instructions a call, full page 1, bench opcodes)
+        path_values = list(map(_VALUES, found.path))
         index = self._state
         if index is None:
             result = MatchResult(length, path_values, handle)
