@@ -36,7 +36,10 @@ class Locker(TreeState):
             receipt = Lock(self._owner, next(self._lock_ids), node, _PATH_ONLY)
             self.live_locks[receipt.id] = receipt
             return receipt
-        start, boundaries = node.start, []
+        start = node.start
+        if self._path_window and not holes[0]:  # bench lock_unlock (full+swa): see below
+            return self._lock_path_window(node, start + node.length if end is None else end)
+        boundaries = []
         # bench lock_unlock: one pass computes each boundary and pins; a whole-path lock
         # takes its own tight loop, a one-node lock is done inline
         for index, mode, component in self._lock_plan:
@@ -62,6 +65,17 @@ class Locker(TreeState):
                 boundaries.append(boundary)
                 protected[index] += self._pin(node, index, boundary)
         receipt = Lock(self._owner, next(self._lock_ids), node, tuple(boundaries))
+        self.live_locks[receipt.id] = receipt
+        return receipt
+
+    def _lock_path_window(self, node: Node, end: int) -> Lock:
+        """:meth:`lock` for a whole-path component at index 0 (none lacking its value) and a
+        window one at 1: the plan's loop unrolled (its dispatch was a fifth of a lock)."""
+        protected = self.protected
+        protected[0] += _pin_path(node, 0)
+        pinned, boundary = _pin_window(node, 1, self.components[1].window_start(end))
+        protected[1] += pinned
+        receipt = Lock(self._owner, next(self._lock_ids), node, (0, boundary))
         self.live_locks[receipt.id] = receipt
         return receipt
 
@@ -97,6 +111,11 @@ class Locker(TreeState):
         protected, node, parked = self.protected, receipt.node, self._parked
         if self._lone_path and not parked[0] and not self.holes[0]:  # see lock
             protected[0] -= _unpin_path(node, 0)
+            del self.live_locks[receipt.id]
+            return
+        if self._path_window and not parked[0] and not parked[1] and not self.holes[0]:
+            protected[0] -= _unpin_path(node, 0)  # see lock
+            protected[1] -= _unpin_window(node, 1, receipt.boundaries[1])
             del self.live_locks[receipt.id]
             return
         start = node.start
@@ -212,17 +231,30 @@ def _pin_window(node: Node, index: int, target: int) -> tuple[int, int]:
         current = current.parent  # type: ignore[assignment]
 
 
+def _unpin_window(node: Node, index: int, boundary: int) -> int:
+    """Undo :func:`_pin_window` (``boundary`` is the start of the top node it pinned; a
+    split above keeps it, see :class:`Locker`), none parked; the tokens no longer locked."""
+    released, current = 0, node
+    while True:
+        locks = current.locks
+        locks[index] -= 1
+        if not locks[index] and current.values[index] is not None:
+            released += current.length
+        if current.start <= boundary:
+            return released
+        current = current.parent  # type: ignore[assignment]
+
+
 def _unpin_path(node: Node, index: int) -> int:
     """Unpin ``node`` and every ancestor below the root (none parked, none lacking the
     value); the tokens no longer locked."""
     end, parent = node.start + node.length, node.parent
     while parent is not None:
         locks = node.locks
-        count = locks[index] - 1
-        locks[index] = count
-        if count:  # still locked, and so is every ancestor
-            _add_up(parent, index, -1)
+        if locks[index] != 1:  # still locked after this, and so is every ancestor
+            _add_up(node, index, -1)
             return end - (node.start + node.length)
+        locks[index] = 0
         node, parent = parent, parent.parent
     return end
 

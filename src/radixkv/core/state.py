@@ -130,6 +130,8 @@ class TreeState:
                                     self.components))
         self._lone_path = self._lock_modes == [PATH]
         """One component, pinning whole paths (FULL alone): locks take a fast path."""
+        self._path_window = self._lock_modes == [PATH, WINDOW]
+        """A whole-path component and a window one (FULL + SWA): locks take a fast path."""
         self._sizes = [None if c.per_token else c.value_size for c in self.components]
         """Per component, its value_size hook, or None when that is the node's length."""
         self._whole_all = all(c.whole_when_complete for c in self.components)

@@ -1,0 +1,108 @@
+"""The lock fast paths (FULL alone; FULL + a window component) against the general plan:
+two caches get the same random calls — locks by handle and by a length inside a node,
+inserts that split locked nodes above, inside and below the window, evictions that park
+locked candidates, unlocks in any order — one with the fast paths switched off, and after
+every call both hold the same state (tree, lock counts, ledgers, candidate queues, slots)
+and pass the audit."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from radixkv.errors import OutOfSlotsError
+
+from ..audited import AuditedCache
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "full": {},
+    "full+swa": {"components": ("full", "swa"), "sliding_window": 6},
+}
+
+
+def pair(combo: str, page: int) -> tuple[AuditedCache, AuditedCache]:
+    fast = AuditedCache(capacity=160, page_size=page, **CONFIGS[combo])
+    general = AuditedCache(capacity=160, page_size=page, **CONFIGS[combo])
+    general.tree._lone_path = general.tree._path_window = False
+    return fast, general
+
+
+def state(cache: AuditedCache) -> Any:
+    """What the two caches must agree on, without node and lock ids (ids are global)."""
+    tree, nodes = cache.tree, []
+    stack = list(tree.roots.values())
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children.values())
+        nodes.append((node.namespace, node.start, node.key, tuple(node.locks),
+                      tuple(None if v is None else v.tobytes() for v in node.values),
+                      tuple(node.id in queue.members for queue in tree.queues)))
+    pools = tuple(pool.available for pool in cache.pools.pools)
+    return sorted(nodes), tree.protected, tree.cached, tree.holes, pools
+
+
+def agree(caches: tuple[AuditedCache, AuditedCache], call: str) -> None:
+    assert state(caches[0]) == state(caches[1]), call
+
+
+def both(caches: tuple[AuditedCache, AuditedCache], call: str, *args: Any) -> list[Any]:
+    """``cache.call(*args)`` on each cache (``None`` for one that ran out of slots); then
+    their states agree."""
+    results = []
+    for cache in caches:
+        try:
+            results.append(getattr(cache, call)(*args))
+        except OutOfSlotsError:
+            results.append(None)
+    agree(caches, call)
+    return results
+
+
+def each(caches: tuple[AuditedCache, AuditedCache], call: str, firsts: Any,
+         *args: Any) -> tuple[Any, Any]:
+    """``cache.call(first, *args)`` on each cache with its own first argument; then their
+    states agree."""
+    results = tuple(getattr(cache, call)(first, *args) for cache, first in zip(caches, firsts))
+    agree(caches, call)
+    return results  # type: ignore[return-value]
+
+
+def prompt(rng: random.Random, known: list[list[int]]) -> list[int]:
+    base = rng.choice(known) if known and rng.random() < 0.8 else []
+    return base[: rng.randint(0, len(base))] + [rng.randint(1, 5) for _ in range(rng.randint(1, 9))]
+
+
+@pytest.mark.parametrize("combo", sorted(CONFIGS))
+@pytest.mark.parametrize("page", [1, 2])
+@pytest.mark.parametrize("seed", range(5))
+def test_the_fast_lock_paths_do_exactly_what_the_general_plan_does(
+    combo: str, page: int, seed: int
+) -> None:
+    rng, caches = random.Random(seed), pair(combo, page)
+    known: list[list[int]] = []
+    receipts: list[tuple[Any, Any]] = []
+    for _ in range(120):
+        roll = rng.random()
+        if roll < 0.35:
+            tokens = prompt(rng, known)
+            leases = both(caches, "admit", tokens)
+            if leases[0] is not None:
+                each(caches, "finish", leases)
+                known.append(tokens)
+        elif roll < 0.65 and known:
+            query = rng.choice(known)
+            found = [cache.match(query) for cache in caches]
+            if found[0].length:
+                start = caches[0].tree.node(found[0].node).start  # a cut inside the node
+                cut = start + page * rng.randint(1, (found[0].length - start) // page)
+                receipts.append(each(caches, "lock", [r.node for r in found], cut))
+        elif roll < 0.8:  # parks the locked candidates it meets
+            both(caches, "evict", rng.randint(1, 40))
+        elif receipts:
+            each(caches, "unlock", receipts.pop(rng.randrange(len(receipts))))
+    for receipt_pair in receipts:
+        each(caches, "unlock", receipt_pair)
+    for name, stats in caches[0].stats().components.items():
+        assert stats.protected == 0, name
