@@ -55,7 +55,8 @@ class TreeCore(Attacher):
         # bench match_prefix: the walk is inlined (one call less per match), runs over the
         # key in place (no copy) and needs no bound test: past the last whole page the slice
         # is shorter than a page and finds no child
-        page_bytes, pos, path = self.page_bytes, 0, []
+        page_bytes, pos = self.page_bytes, 0
+        path: list[Node] = []
         append = path.append
         while True:
             child = node.children.get(key[pos : pos + page_bytes])
