@@ -1,9 +1,9 @@
-"""The lock fast paths (FULL alone; FULL + a window component) against the general plan:
-two caches get the same random calls — locks by handle and by a length inside a node,
-inserts that split locked nodes above, inside and below the window, evictions that park
-locked candidates, unlocks in any order — one with the fast paths switched off, and after
-every call both hold the same state (tree, lock counts, ledgers, candidate queues, slots)
-and pass the audit."""
+"""The lock fast paths (FULL alone; FULL + a window component; FULL + a one-node one)
+against the general plan: two caches get the same random calls — locks by handle and by a
+length inside a node, inserts that split locked nodes above, inside and below the window,
+evictions that park locked candidates, unlocks in any order — one with the fast paths
+switched off, and after every call both hold the same state (tree, lock counts, ledgers,
+candidate queues, slots) and pass the audit."""
 
 from __future__ import annotations
 
@@ -19,13 +19,15 @@ from ..audited import AuditedCache
 CONFIGS: dict[str, dict[str, Any]] = {
     "full": {},
     "full+swa": {"components": ("full", "swa"), "sliding_window": 6},
+    "full+mamba": {"components": ("full", "mamba"), "mamba_track_interval": 2,
+                   "mamba_states": 64},
 }
 
 
 def pair(combo: str, page: int) -> tuple[AuditedCache, AuditedCache]:
     fast = AuditedCache(capacity=160, page_size=page, **CONFIGS[combo])
     general = AuditedCache(capacity=160, page_size=page, **CONFIGS[combo])
-    general.tree._lone_path = general.tree._path_window = False
+    general.tree._lone_path = general.tree._path_window = general.tree._path_node = False
     return fast, general
 
 

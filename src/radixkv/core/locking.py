@@ -29,19 +29,22 @@ class Locker(TreeState):
         if end is not None and end < node.start + node.length:
             node = self._split(node, end - node.start)
         protected, holes = self.protected, self.holes
-        # bench lock_unlock (full): no loop, no list; 618 -> 556 opcodes (bench opcodes),
-        # 2.14x / 2.28x -> 3.92x / 3.50x SGLang rust at page 1 / 16 (two quiet 5-round runs)
-        if self._lone_path and not holes[0]:
-            protected[0] += _pin_path(node, 0)
-            receipt = Lock(self._owner, next(self._lock_ids), node, _PATH_ONLY)
-            self.live_locks[receipt.id] = receipt
-            return receipt
-        start = node.start
-        if self._path_window and not holes[0]:  # bench lock_unlock (full+swa): see below
-            return self._lock_path_window(node, start + node.length if end is None else end)
-        boundaries = []
+        if not holes[0]:  # bench lock_unlock: the common plans unrolled, see _lock_path_*
+            # (full): no loop, no list; 618 -> 556 opcodes (bench opcodes), 2.14x / 2.28x
+            # -> 3.92x / 3.50x SGLang rust at page 1 / 16 (two quiet 5-round runs)
+            if self._lone_path:
+                protected[0] += _pin_path(node, 0)
+                receipt = Lock(self._owner, next(self._lock_ids), node, _PATH_ONLY)
+                self.live_locks[receipt.id] = receipt
+                return receipt
+            if self._path_window:
+                return self._lock_path_window(node, node.start + node.length if end is None
+                                              else end)
+            if self._path_node:
+                return self._lock_path_node(node)
+        start, boundaries = node.start, []
         # bench lock_unlock: one pass computes each boundary and pins; a whole-path lock
-        # takes its own tight loop, a one-node lock is done inline
+        # takes its own tight loop, a one-node lock pins the node alone
         for index, mode, component in self._lock_plan:
             if mode is PATH:
                 protected[index] += (self._pin(node, index, 0) if holes[index]
@@ -49,11 +52,7 @@ class Locker(TreeState):
                 boundaries.append(0)
             elif mode is NODE:
                 boundaries.append(start)
-                locks = node.locks
-                locks[index] += 1
-                if locks[index] == 1 and node.values[index] is not None:
-                    size = self._sizes[index]
-                    protected[index] += node.length if size is None else size(node)
+                protected[index] += self._pin_node(node, index)
             elif mode is WINDOW:
                 pinned, boundary = _pin_window(node, index, component.window_start(
                     start + node.length if end is None else end))
@@ -78,6 +77,35 @@ class Locker(TreeState):
         receipt = Lock(self._owner, next(self._lock_ids), node, (0, boundary))
         self.live_locks[receipt.id] = receipt
         return receipt
+
+    def _lock_path_node(self, node: Node) -> Lock:
+        """:meth:`lock` for a whole-path component at index 0 (none lacking its value) and a
+        one-node one at 1 (FULL + MAMBA): the plan's loop unrolled."""
+        protected = self.protected
+        protected[0] += _pin_path(node, 0)
+        protected[1] += self._pin_node(node, 1)
+        receipt = Lock(self._owner, next(self._lock_ids), node, (0, node.start))
+        self.live_locks[receipt.id] = receipt
+        return receipt
+
+    def _pin_node(self, node: Node, index: int) -> int:
+        """Pin component ``index`` on ``node`` alone; the ledger size newly locked."""
+        locks = node.locks
+        locks[index] += 1
+        if locks[index] == 1 and node.values[index] is not None:
+            size = self._sizes[index]
+            return node.length if size is None else size(node)
+        return 0
+
+    def _unpin_node(self, node: Node, index: int) -> int:
+        """Undo :meth:`_pin_node` (``node`` not split since, none parked); the ledger size
+        no longer locked."""
+        locks = node.locks
+        locks[index] -= 1
+        if not locks[index] and node.values[index] is not None:
+            size = self._sizes[index]
+            return node.length if size is None else size(node)
+        return 0
 
     def lock_match(self, match: TreeMatch) -> Lock:
         """:meth:`lock` the prefix of ``match`` (a non-empty one); when that splits the node
@@ -109,15 +137,21 @@ class Locker(TreeState):
                 self.live_locks.get(receipt.id) is not receipt:
             self.check_receipt(receipt)  # raises the precise error (or accepts a subclass)
         protected, node, parked = self.protected, receipt.node, self._parked
-        if self._lone_path and not parked[0] and not self.holes[0]:  # see lock
-            protected[0] -= _unpin_path(node, 0)
-            del self.live_locks[receipt.id]
-            return
-        if self._path_window and not parked[0] and not parked[1] and not self.holes[0]:
-            protected[0] -= _unpin_path(node, 0)  # see lock
-            protected[1] -= _unpin_window(node, 1, receipt.boundaries[1])
-            del self.live_locks[receipt.id]
-            return
+        if not parked[0] and not self.holes[0]:  # see lock
+            if self._lone_path:
+                protected[0] -= _unpin_path(node, 0)
+                del self.live_locks[receipt.id]
+                return
+            if self._path_window and not parked[1]:
+                protected[0] -= _unpin_path(node, 0)
+                protected[1] -= _unpin_window(node, 1, receipt.boundaries[1])
+                del self.live_locks[receipt.id]
+                return
+            if self._path_node and not parked[1] and receipt.boundaries[1] == node.start:
+                protected[0] -= _unpin_path(node, 0)  # no split since the lock (see below)
+                protected[1] -= self._unpin_node(node, 1)
+                del self.live_locks[receipt.id]
+                return
         start = node.start
         for index, boundary in enumerate(receipt.boundaries):
             if parked[index]:
@@ -127,12 +161,8 @@ class Locker(TreeState):
                                      else _unpin_path(node, index))
             elif boundary != start:
                 protected[index] -= self._unpin(node, index, boundary)
-            else:  # no split since the lock: only this node, inline
-                locks = node.locks
-                locks[index] -= 1
-                if not locks[index] and node.values[index] is not None:
-                    size = self._sizes[index]
-                    protected[index] -= node.length if size is None else size(node)
+            else:  # no split since the lock: only this node
+                protected[index] -= self._unpin_node(node, index)
         del self.live_locks[receipt.id]
 
     def _unpin(self, node: Node, index: int, boundary: int) -> int:

@@ -132,6 +132,8 @@ class TreeState:
         """One component, pinning whole paths (FULL alone): locks take a fast path."""
         self._path_window = self._lock_modes == [PATH, WINDOW]
         """A whole-path component and a window one (FULL + SWA): locks take a fast path."""
+        self._path_node = self._lock_modes == [PATH, NODE]
+        """A whole-path component and a one-node one (FULL + MAMBA): the same."""
         self._sizes = [None if c.per_token else c.value_size for c in self.components]
         """Per component, its value_size hook, or None when that is the node's length."""
         self._whole_all = all(c.whole_when_complete for c in self.components)
