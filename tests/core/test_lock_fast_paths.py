@@ -85,12 +85,16 @@ def test_the_fast_lock_paths_do_exactly_what_the_general_plan_does(
     rng, caches = random.Random(seed), pair(combo, page)
     known: list[list[int]] = []
     receipts: list[tuple[Any, Any]] = []
+    pinned_values = 0  # locks of a node holding every component's value
     for _ in range(120):
         roll = rng.random()
         if roll < 0.35:
             tokens = prompt(rng, known)
             leases = both(caches, "admit", tokens)
             if leases[0] is not None:
+                end = len(tokens) - len(tokens) % page
+                if leases[0].state_slot is not None and end > leases[0].tree_owned:
+                    each(caches, "checkpoint", leases, end)  # a MAMBA state to pin
                 each(caches, "finish", leases)
                 known.append(tokens)
         elif roll < 0.65 and known:
@@ -100,6 +104,8 @@ def test_the_fast_lock_paths_do_exactly_what_the_general_plan_does(
                 start = caches[0].tree.node(found[0].node).start  # a cut inside the node
                 cut = start + page * rng.randint(1, (found[0].length - start) // page)
                 receipts.append(each(caches, "lock", [r.node for r in found], cut))
+                node = receipts[-1][0].node
+                pinned_values += all(value is not None for value in node.values)
         elif roll < 0.8:  # parks the locked candidates it meets
             both(caches, "evict", rng.randint(1, 40))
         elif receipts:
@@ -108,3 +114,4 @@ def test_the_fast_lock_paths_do_exactly_what_the_general_plan_does(
         each(caches, "unlock", receipt_pair)
     for name, stats in caches[0].stats().components.items():
         assert stats.protected == 0, name
+    assert pinned_values >= 1  # the fast paths met values to pin
