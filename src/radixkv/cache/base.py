@@ -146,18 +146,19 @@ class CacheBase:
         space = DEFAULT_NAMESPACE if namespace is None else validate_namespace(namespace)
         # bench match_prefix: without bigrams the tree walks the packed tokens as they are
         key = self._key(packed) if self.config.bigram else packed
-        found = self.tree.match(key, space)
-        length, num_tokens, node = found.length, len(packed) // TOKEN_BYTES, found.node
+        length, path, branch = self.tree.match_parts(key, space)
+        num_tokens = len(packed) // TOKEN_BYTES
         counters = self.counters  # bench match_prefix: _count_match inline
         counters["matches"] += 1
         counters["match_tokens"] += num_tokens
         counters["hit_tokens"] += length
+        node = path[-1] if path else None
         # bench match_prefix: a handle is the node's int id (no NodeId call)
         handle: NodeId | None = None if node is None else node.id  # type: ignore[assignment]
         # bench match_prefix: the values lists are taken, not read (they are cold in the CPU
         # cache); their FULL entries on a usable path are never None. map + attrgetter: one
         # C loop (match 613 -> 576 instructions a call, full page 1, bench opcodes)
-        path_values = list(map(_VALUES, found.path))
+        path_values = list(map(_VALUES, path))
         index = self._state
         if index is None:
             result = MatchResult(length, path_values, handle)
@@ -166,9 +167,9 @@ class CacheBase:
             # index of the values list (core.tiers.value_slot), as the FULL slots above do
             result = MatchResult(length, path_values, handle,
                                  None if node is None else node.values[index],
-                                 (found.branch, num_tokens, self._state_component))
+                                 (branch, num_tokens, self._state_component))
         if self._match_extras:  # bench match_prefix: one test for the ledger and the host
-            self._after_match(result, key, space, found)
+            self._after_match(result, key, space, TreeMatch(length, node, path, branch))
         return result
 
     def _after_match(self, result: MatchResult, key: bytes, space: Namespace,
