@@ -72,3 +72,28 @@ def test_bench_opcodes_command_writes_json_and_ratios_to_a_baseline(tmp_path, ca
     assert main([*args, "--baseline", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed.count("  1.000") == 2  # the same code counts exactly its baseline
+
+
+def test_the_short_workload_is_counted_and_a_baseline_of_another_workload_is_refused(  # type: ignore[no-untyped-def]
+        tmp_path, capsys) -> None:
+    import pytest
+
+    from radixkv.cli import main
+
+    short, reference = tmp_path / "short.json", tmp_path / "reference.json"
+    common = ["--components", "full", "--page-size", "1", "--ops", "match_prefix",
+              "--sample", "20"]
+    assert main(["bench", "opcodes", "--workload", "short", "--num-seqs", "400", *common,
+                 "--json", str(short)]) == 0
+    data = json.loads(short.read_text())
+    assert (data["workload"], data["num_seqs"]) == ("short", 400)
+    short_match = data["results"][0]["per_call"]
+    assert main(["bench", "opcodes", "--num-seqs", "200", *common, "--json",
+                 str(reference)]) == 0
+    assert json.loads(reference.read_text())["workload"] == "reference"
+    # a short prompt's match walks fewer nodes than a reference query's
+    assert short_match < json.loads(reference.read_text())["results"][0]["per_call"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit, match="counts the reference workload, not short"):
+        main(["bench", "opcodes", "--workload", "short", "--num-seqs", "400", *common,
+              "--baseline", str(reference)])

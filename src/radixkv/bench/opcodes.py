@@ -25,6 +25,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+REFERENCE_SEQS, SHORT_PROMPTS = 5000, 20_000
+"""Sequences of the reference workload and short prompts by default (``bench ops``')."""
 OPS = ("insert", "match_prefix", "evict", "lock_unlock", "release", "admit_finish")
 METHODS = {"insert": "insert_with_fallback", "match_prefix": "match", "evict": "evict",
            "lock_unlock": "lock_unlock", "release": "release", "admit_finish": "admit_finish"}
@@ -92,8 +94,10 @@ def count_op(shape: Any, work: Any, op: str, skip: int, sample: int) -> dict[str
 def run_opcodes(args: argparse.Namespace) -> int:
     from radixkv.bench.runner import bench_shape, make_workload
 
-    work = make_workload(args.num_seqs)
-    baseline = _load(args.baseline) if args.baseline else {}
+    # an older checkout knows only the reference workload (no ``name``)
+    work = make_workload(args.num_seqs or REFERENCE_SEQS) if args.workload == "reference" else \
+        make_workload(args.num_seqs or SHORT_PROMPTS, name=args.workload)
+    baseline = _load(args.baseline, args.workload) if args.baseline else {}
     results = []
     print(f"{'shape':<18} {'operation':<13} {'calls':>6} {'opcodes/call':>13}"
           + ("  ratio to baseline" if baseline else ""))
@@ -106,7 +110,8 @@ def run_opcodes(args: argparse.Namespace) -> int:
                 results.append(row)
                 print(_line(row, baseline.get((components, page, op))), flush=True)
     if args.json is not None:
-        args.json.write_text(json.dumps({"python": sys.version, "num_seqs": args.num_seqs,
+        args.json.write_text(json.dumps({"python": sys.version, "workload": args.workload,
+                                         "num_seqs": work.num_seqs,
                                          "skip": args.skip, "sample": args.sample,
                                          "results": results}, indent=1))
     return 0
@@ -122,8 +127,13 @@ def _line(row: dict[str, Any], base: float | None) -> str:
     return text
 
 
-def _load(path: Path) -> dict[Key, float]:
-    rows = json.loads(path.read_text())["results"]
+def _load(path: Path, workload: str) -> dict[Key, float]:
+    """A baseline JSON's counts; raises :class:`SystemExit` for one of another workload
+    (files written before ``--workload`` existed are of the reference workload)."""
+    data = json.loads(path.read_text())
+    if data.get("workload", "reference") != workload:
+        raise SystemExit(f"{path} counts the {data['workload']} workload, not {workload}")
+    rows = data["results"]
     return {(r["components"], r["page_size"], r["op"]): r["per_call"] for r in rows
             if r["per_call"] is not None}
 
@@ -136,8 +146,11 @@ def add_opcodes(sub: Any) -> None:
         "operation of bench ops (same setup and inputs), a measure of the Python work that "
         "the machine's load cannot move; calls into C count as one instruction.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--num-seqs", type=int, default=5000, metavar="N",
-                        help="sequences N of the reference workload")
+    parser.add_argument("--workload", choices=("reference", "short"), default="reference",
+                        help="bench ops' workload whose operations are counted")
+    parser.add_argument("--num-seqs", type=int, default=None, metavar="N",
+                        help=f"sequences N of the reference workload (default {REFERENCE_SEQS})"
+                        f", or short prompts (default {SHORT_PROMPTS})")
     parser.add_argument("--components", nargs="+", default=["full", "full+swa", "full+mamba"],
                         choices=("full", "full+swa", "full+mamba"))
     parser.add_argument("--page-size", nargs="+", type=int, default=[1, 16], metavar="N")
