@@ -2,11 +2,22 @@
 
 Hashes are event ids (non-zero signed int64, see :mod:`radixkv.core.hashing`). Only full pages
 are ever announced; a parent page is always stored before any child that names it.
+
+A BlockStored the tree queues (:func:`pending_stored`) is built cheaply: it keeps its node's
+page digests and packed key, and turns them into ``block_hashes``, ``parent_block_hash`` and
+``token_ids`` the first time one of them is read (on the publisher's thread, which encodes
+them), not while the scheduler admits and finishes requests. Every read, comparison, repr,
+copy and pickle sees the same plain values as for an event built by ``BlockStored(...)``.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from .keys import unpack_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +68,80 @@ def block_stored(block_hashes: list[int], parent_block_hash: int | None,
     on(event, medium)
     space(event, namespace)
     return event
+
+
+
+
+IdsOf = Callable[[list[bytes], "bytes | None"], tuple["int | None", list[int]]]
+"""``PageHash.ids``: the ids of a node's digests and of the parent's last digest."""
+PendingStored = tuple[tuple[IdsOf, int, str], list[bytes], "list[bytes] | None", bytes,
+                      "str | None", tuple[object, object]]
+"""What a pending BlockStored keeps: ``((ids_of, block_size, default_medium), digests,
+above, key, medium, namespace)`` (see :func:`pending_stored`)."""
+
+_SLOTS = tuple(getattr(BlockStored, name) for name in BlockStored.__slots__)
+"""The slots' own descriptors, in field order. A pending event holds :data:`PENDING` in
+the first and its :data:`PendingStored` in the second; the others are not set yet."""
+PENDING: Any = object()
+"""``block_hashes`` of a pending event, as its slot holds it."""
+MARK, KEEP = _SLOTS[0].__set__, _SLOTS[1].__set__
+"""Set a new event's first slot (:data:`PENDING`) and second (its :data:`PendingStored`):
+:func:`pending_stored` inline, for the tree's hot path."""
+_READY_LOCK = threading.Lock()
+"""Taken only to compute a pending event's fields, so that two threads reading one event
+for the first time both see its final values."""
+
+
+def pending_stored(raw: PendingStored) -> BlockStored:
+    """A BlockStored of ``raw = ((ids_of, block_size, default_medium), digests, above, key,
+    medium, namespace)``: a node's page ``digests``, ``above`` its parent's (``None``
+    under a namespace root), ``key`` its packed tokens (little-endian u32, no bigrams),
+    ``medium`` (``None``: ``default_medium``). Its fields are computed at the first read of
+    any of them: ``ids_of(digests, above[-1])`` gives the parent's and the pages' ids; the
+    digest lists must not be mutated meanwhile (the tree replaces a node's list, never
+    changes one). O(1): the object and two slots."""
+    event: BlockStored = _new(BlockStored)
+    MARK(event, PENDING)
+    KEEP(event, raw)
+    return event
+
+
+def _make_ready(event: BlockStored) -> None:
+    with _READY_LOCK:
+        hashes, parent, tokens, size, medium, namespace = _SLOTS
+        if hashes.__get__(event, BlockStored) is not PENDING:
+            return  # another thread did it
+        context, digests, above, key, on, space = parent.__get__(event, BlockStored)
+        ids_of, block_size, default = context
+        parent_id, ids = ids_of(digests, None if above is None else above[-1])
+        tokens.__set__(event, unpack_tokens(key, False))
+        size.__set__(event, block_size)
+        medium.__set__(event, default if on is None else on)
+        namespace.__set__(event, space)
+        parent.__set__(event, parent_id)
+        hashes.__set__(event, ids)  # last: a set ``block_hashes`` says every field is
+
+
+class _Field:
+    """A data descriptor over a BlockStored slot that computes a pending event's fields at
+    its first read of any; reads afterwards cost a Python call and a test."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self.slot = slot
+
+    def __get__(self, event: BlockStored | None, owner: type | None = None) -> Any:
+        if event is None:
+            return self
+        if _IS_PENDING(event, owner) is PENDING:
+            _make_ready(event)
+        return self.slot.__get__(event, owner)
+
+    def __set__(self, event: BlockStored, value: object) -> None:
+        self.slot.__set__(event, value)
+
+
+_IS_PENDING = _SLOTS[0].__get__
+for _slot in _SLOTS:
+    setattr(BlockStored, _slot.__name__, _Field(_slot))
