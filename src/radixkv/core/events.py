@@ -4,8 +4,8 @@ Hashes are event ids (non-zero signed int64, see :mod:`radixkv.core.hashing`). O
 are ever announced; a parent page is always stored before any child that names it.
 
 A BlockStored the tree queues (:func:`pending_stored`) is built cheaply: it keeps its node's
-page digests and packed key, and turns them into ``block_hashes``, ``parent_block_hash`` and
-``token_ids`` the first time one of them is read (on the publisher's thread, which encodes
+page digests and packed key, and computes ``block_hashes``, ``parent_block_hash`` and
+``token_ids`` the first time any field is read (by the publisher's thread, which encodes
 them), not while the scheduler admits and finishes requests. Every read, comparison, repr,
 copy and pickle sees the same plain values as for an event built by ``BlockStored(...)``.
 """
@@ -70,7 +70,7 @@ def block_stored(block_hashes: list[int], parent_block_hash: int | None,
     return event
 
 
-
+# A pending BlockStored: what the tree queues (see the module's docstring).
 
 IdsOf = Callable[[list[bytes], "bytes | None"], tuple["int | None", list[int]]]
 """``PageHash.ids``: the ids of a node's digests and of the parent's last digest."""
@@ -87,6 +87,7 @@ PENDING: Any = object()
 MARK, KEEP = _SLOTS[0].__set__, _SLOTS[1].__set__
 """Set a new event's first slot (:data:`PENDING`) and second (its :data:`PendingStored`):
 :func:`pending_stored` inline, for the tree's hot path."""
+_IS_PENDING = _SLOTS[0].__get__
 _READY_LOCK = threading.Lock()
 """Taken only to compute a pending event's fields, so that two threads reading one event
 for the first time both see its final values."""
@@ -104,6 +105,20 @@ def pending_stored(raw: PendingStored) -> BlockStored:
     MARK(event, PENDING)
     KEEP(event, raw)
     return event
+
+
+def is_pending(event: KVEvent) -> bool:
+    """Whether ``event`` is a BlockStored whose fields are not computed yet. O(1)."""
+    return type(event) is BlockStored and _IS_PENDING(event, BlockStored) is PENDING
+
+
+def has_pages(event: BlockStored | BlockRemoved) -> bool:
+    """Whether ``event`` names at least one page, without computing a pending event's
+    fields (a publisher filters events on the scheduler thread and encodes them on its
+    own). O(1)."""
+    if type(event) is BlockStored and _IS_PENDING(event, BlockStored) is PENDING:
+        return bool(_SLOTS[1].__get__(event, BlockStored)[1])
+    return bool(event.block_hashes)
 
 
 def _make_ready(event: BlockStored) -> None:
@@ -124,7 +139,8 @@ def _make_ready(event: BlockStored) -> None:
 
 class _Field:
     """A data descriptor over a BlockStored slot that computes a pending event's fields at
-    its first read of any; reads afterwards cost a Python call and a test."""
+    the first read of any of them; any BlockStored's read costs a Python call and a test
+    more than a plain slot's."""
 
     __slots__ = ("slot",)
 
@@ -142,6 +158,5 @@ class _Field:
         self.slot.__set__(event, value)
 
 
-_IS_PENDING = _SLOTS[0].__get__
-for _slot in _SLOTS:
+for _slot in _SLOTS:  # every field: a pending event has only its first two slots set
     setattr(BlockStored, _slot.__name__, _Field(_slot))
