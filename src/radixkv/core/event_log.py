@@ -46,10 +46,10 @@ class EventLog:
         self._digest, self._chain, self._ids = hasher.digest, hasher.chain, hasher.ids
         self._page_bytes, self._page_size = tree.page_bytes, tree.page_size
         self._plain = not self._bigram
+        """Whether keys are plain u32 tokens, which a pending event keeps packed."""
         self._sha256 = hasher is SHA256
         self._context = (self._ids, self._page_size, self._medium)
-        """What every pending event of this tree shares (see :data:`PendingStored`)."""
-        """Whether keys are plain u32 tokens, which a pending event keeps packed."""
+        """What every pending event of this tree shares (see ``core.events.PendingStored``)."""
 
     def push(self, event: KVEvent) -> None:
         """Queue ``event``, or discard it (see the class) when the queue is full. O(1)."""
@@ -75,7 +75,9 @@ class EventLog:
         its parent was announced before). Cost: one page hash per page not hashed yet (see
         :mod:`~radixkv.core.hashing`), the ids, tokens and event in a few C calls."""
         # bench events: a new node under a hashed parent or a root (the common case) is
-        # hashed here, without page_digests' walk; page 16 events on 346 -> N opcodes a step
+        # hashed here, without page_digests' walk, and its event is pending (ids and tokens
+        # computed at first read): page 16 new pass, events on adds 150 instructions a step
+        # to admit + finish + take_events, was 346 (xxh3_128)
         parent = node.parent
         assert parent is not None, "a root is never announced"
         digests, above = node.hashes, parent.hashes
