@@ -162,3 +162,15 @@ def test_the_publishers_drain_keeps_pending_events_pending_for_its_sender() -> N
     [batch] = _split([*events, BlockRemoved([], "GPU", (None, None))])
     assert [id(event) for event in batch] == [id(event) for event in events]
     assert all(is_pending(event) for event in events)
+
+
+def test_stored_fields_are_every_field_in_order_for_pending_and_plain_events() -> None:
+    from radixkv.core.events import stored_fields
+
+    cache = make_cache(page_size=2)
+    insert(cache, [5, 6, 7, 8])
+    [event] = cache.take_events()
+    expected, _ = hand_event(None, [5, 6, 7, 8], 2, None)
+    assert stored_fields(event) == dataclasses.astuple(expected)
+    assert not is_pending(event)
+    assert stored_fields(expected) == dataclasses.astuple(expected)

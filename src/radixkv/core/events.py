@@ -121,6 +121,15 @@ def has_pages(event: BlockStored | BlockRemoved) -> bool:
     return bool(event.block_hashes)
 
 
+def stored_fields(event: BlockStored) -> tuple[list[int], int | None, list[int], int, str,
+                                                tuple[object, object]]:
+    """Every field of ``event`` in field order, a pending one's computed first: one Python
+    call where six reads cost six (a field read goes through this module's descriptor)."""
+    if _IS_PENDING(event, BlockStored) is PENDING:
+        _make_ready(event)
+    return _READ_ALL(event)
+
+
 def _make_ready(event: BlockStored) -> None:
     with _READY_LOCK:
         hashes, parent, tokens, size, medium, namespace = _SLOTS
@@ -158,5 +167,13 @@ class _Field:
         self.slot.__set__(event, value)
 
 
+def _read_all(event: BlockStored) -> tuple[Any, ...]:
+    hashes, parent, tokens, size, medium, namespace = _GETTERS
+    return (hashes(event, BlockStored), parent(event, BlockStored), tokens(event, BlockStored),
+            size(event, BlockStored), medium(event, BlockStored), namespace(event, BlockStored))
+
+
+_GETTERS = tuple(slot.__get__ for slot in _SLOTS)
+_READ_ALL = _read_all
 for _slot in _SLOTS:  # every field: a pending event has only its first two slots set
     setattr(BlockStored, _slot.__name__, _Field(_slot))
