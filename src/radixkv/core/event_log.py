@@ -73,7 +73,8 @@ class EventLog:
     def stored(self, node: Node, medium: str | None = None) -> None:
         """Announce ``node``'s pages as newly held on ``medium`` (default: the device's;
         its parent was announced before). Cost: one page hash per page not hashed yet (see
-        :mod:`~radixkv.core.hashing`), the ids, tokens and event in a few C calls."""
+        :mod:`~radixkv.core.hashing`) and a pending event, O(1) (its ids and tokens are
+        computed when first read, see :mod:`~radixkv.core.events`)."""
         # bench events: a new node under a hashed parent or a root (the common case) is
         # hashed here, without page_digests' walk, and its event is pending (ids and tokens
         # computed at first read): page 16 new pass, events on adds 150 instructions a step

@@ -29,7 +29,7 @@ from .node import Node
 _SEED_TAG = b"radixkv-namespace-v1\x00"
 PAGE_HASHES = ("sha256", "xxh3_128")
 """Page hash names a tree accepts (``TreeConfig.page_hash``)."""
-STRUCT_IDS = 64
+_STRUCT_IDS = 64
 """Up to this many pages a node's ids are unpacked by one precompiled ``struct``; above,
 numpy."""
 STRUCT_PAGES = 256
@@ -49,17 +49,17 @@ class PageHash:
     name: str
     digest_size: int
     digest: Callable[[bytes], bytes]
-    unpackers: tuple[Callable[[bytes], tuple[int, ...]], ...] = field(
+    _unpackers: tuple[Callable[[bytes], tuple[int, ...]], ...] = field(
         init=False, repr=False, compare=False)
-    """events: ``unpackers[n]`` reads the event ids of ``n`` joined digests (``n`` up to
+    """events: ``_unpackers[n]`` reads the event ids of ``n`` joined digests (``n`` up to
     65) in one C call: a precompiled ``struct``, so that a node's ids cost no Python loop."""
     _cutters: dict[tuple[int, int], Callable[[bytes], tuple[bytes, ...]]] = field(
         default_factory=dict, repr=False, compare=False)
     """Per (page bytes, key bytes), the ``struct`` unpack that cuts a key into pages."""
 
     def __post_init__(self) -> None:
-        formats = (">" + f"q{self.digest_size - 8}x" * count for count in range(STRUCT_IDS + 2))
-        object.__setattr__(self, "unpackers",
+        formats = (">" + f"q{self.digest_size - 8}x" * count for count in range(_STRUCT_IDS + 2))
+        object.__setattr__(self, "_unpackers",
                            tuple(struct.Struct(fmt).unpack for fmt in formats))
 
     def ids(self, digests: list[bytes], head: bytes | None = None) -> tuple[int | None, list[int]]:
@@ -68,8 +68,8 @@ class PageHash:
         joined = b"".join(digests) if head is None else head + b"".join(digests)
         count = len(digests) + (head is not None)
         ids: Sequence[int]
-        if count <= STRUCT_IDS + 1:
-            ids = self.unpackers[count](joined)
+        if count <= _STRUCT_IDS + 1:
+            ids = self._unpackers[count](joined)
         else:
             ids = np.frombuffer(joined, dtype=">i8")[:: self.digest_size // 8].tolist()
         if 0 in ids:
