@@ -104,6 +104,8 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                         metavar="N", help="page sizes")
     events.add_argument("--page-hash", nargs="+", choices=PAGE_HASHES,
                         default=list(PAGE_HASHES), help="page hashes with events on")
+    events.add_argument("--read-fields", action="store_true",
+                        help="also read every event taken, in the timed step")
     events.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="write every round's results and the summary as JSON")
     _add_tiers(sub)

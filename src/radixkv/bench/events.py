@@ -10,6 +10,10 @@ question is new, so its pages are hashed and published) and **cached** (the same
 again: fully cached, nothing new to publish). Reported: the median over rounds of each
 setting's p50, and of each round's ratio of events-on p50 to events-off p50 (ratios of one
 round share the machine's state, so they are steadier than the absolute times).
+
+The events the tree queues compute their ids and tokens when first read (see
+:mod:`radixkv.core.events`), which a publisher does on its own thread; ``--read-fields``
+reads every event in the timed step too, for what a consumer on the scheduler's thread pays.
 """
 
 from __future__ import annotations
@@ -53,23 +57,29 @@ def _cache(setting: str, page_size: int, capacity: int) -> PrefixCache:
                                    lost_hits=False))
 
 
-def _step(cache: PrefixCache) -> Callable[[list[int]], None]:
+def _step(cache: PrefixCache, read: bool = False) -> Callable[[list[int]], None]:
     admit, finish, take = cache.admit, cache.finish, cache.take_events
 
     def step(prompt: list[int]) -> None:
         finish(admit(prompt))
         take()
 
-    return step
+    def step_read(prompt: list[int]) -> None:
+        finish(admit(prompt))
+        for event in take():  # one field read computes a pending event's every field
+            getattr(event, "block_hashes", None)
+
+    return step_read if read else step
 
 
 def run_interleaved(settings: list[str], page_size: int, prompts: list[list[int]],
-                    capacity: int) -> dict[str, dict[str, float]]:
+                    capacity: int, read: bool = False) -> dict[str, dict[str, float]]:
     """p50 µs of admit + finish + take_events per setting and pass, one fresh cache per
     setting; each prompt is run on every cache in turn before the next prompt, so that the
-    machine's noise falls on every setting alike."""
+    machine's noise falls on every setting alike. ``read``: the step also reads every
+    event taken (what a consumer on the scheduler's thread pays)."""
     caches = [_cache(setting, page_size, capacity) for setting in settings]
-    steps = [_step(cache) for cache in caches]
+    steps = [_step(cache, read) for cache in caches]
     warmup = min(20, len(prompts) // 10)
     result: dict[str, dict[str, float]] = {setting: {} for setting in settings}
     for name in PASSES:
@@ -108,13 +118,13 @@ def _time_interleaved(steps: list[Callable[[list[int]], None]], items: list[list
 
 
 def run_rounds(prompts: list[list[int]], page_sizes: list[int], hashes: list[str],
-               rounds: int, capacity: int) -> list[dict[str, Any]]:
+               rounds: int, capacity: int, read: bool = False) -> list[dict[str, Any]]:
     """One record per (round, page size, setting, pass)."""
     settings = [OFF, *hashes]
     records: list[dict[str, Any]] = []
     for round_index in range(rounds):
         for page_size in page_sizes:
-            p50 = run_interleaved(settings, page_size, prompts, capacity)
+            p50 = run_interleaved(settings, page_size, prompts, capacity, read)
             records.extend({"round": round_index, "page_size": page_size, "setting": setting,
                             "pass": name, "p50_us": p50[setting][name]}
                            for setting in settings for name in PASSES)
@@ -136,9 +146,10 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for (page, name, setting), rows in sorted(groups.items())]
 
 
-def render(summary: list[dict[str, Any]], rounds: int) -> str:
+def render(summary: list[dict[str, Any]], rounds: int, read: bool = False) -> str:
     """The summary as a table: p50 and ratio per page size, pass and setting."""
-    lines = [f"admit + finish + take_events, p50 µs, median of {rounds} round(s); ratio: "
+    step = "admit + finish + take_events" + (" + a read of each event" if read else "")
+    lines = [f"{step}, p50 µs, median of {rounds} round(s); ratio: "
              "events on ÷ events off, median of the rounds' ratios",
              f"{'page':>4} {'pass':<7} {'events':<10} {'p50':>8} {'ratio':>7}  rounds"]
     for row in summary:
@@ -155,9 +166,10 @@ def run_events(args: argparse.Namespace) -> int:
     prompts = short_prompts(config)
     hashes = available_hashes(list(dict.fromkeys(args.page_hash)))
     page_sizes = list(dict.fromkeys(args.page_size))
-    records = run_rounds(prompts, page_sizes, hashes, args.rounds, config.kv_size)
+    read = getattr(args, "read_fields", False)
+    records = run_rounds(prompts, page_sizes, hashes, args.rounds, config.kv_size, read)
     summary = summarize(records)
-    print(render(summary, args.rounds))
+    print(render(summary, args.rounds, read))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         options = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}

@@ -32,6 +32,9 @@ PAGE_HASHES = ("sha256", "xxh3_128")
 _STRUCT_IDS = 64
 """Up to this many pages a node's ids are unpacked by one precompiled ``struct``; above,
 numpy."""
+STRUCT_PAGES = 256
+"""Up to this many pages a key is cut into pages by one ``struct`` call (compiled once per
+page size and count); above, by slices."""
 
 
 def _sha256(data: bytes) -> bytes:
@@ -46,16 +49,18 @@ class PageHash:
     name: str
     digest_size: int
     digest: Callable[[bytes], bytes]
-    _structs: dict[int, struct.Struct] = field(default_factory=dict, repr=False,
-                                               compare=False)
-    """events: per page count (up to 65), the struct that unpacks a node's ids in one call."""
+    _unpackers: tuple[Callable[[bytes], tuple[int, ...]], ...] = field(
+        init=False, repr=False, compare=False)
+    """events: ``_unpackers[n]`` reads the event ids of ``n`` joined digests (``n`` up to
+    65) in one C call: a precompiled ``struct``, so that a node's ids cost no Python loop."""
+    _cutters: dict[tuple[int, int], Callable[[bytes], tuple[bytes, ...]]] = field(
+        default_factory=dict, repr=False, compare=False)
+    """Per (page bytes, key bytes), the ``struct`` unpack that cuts a key into pages."""
 
-    def _struct(self, count: int) -> struct.Struct:
-        unpacker = self._structs.get(count)
-        if unpacker is None:
-            unpacker = struct.Struct(">" + f"q{self.digest_size - 8}x" * count)
-            self._structs[count] = unpacker
-        return unpacker
+    def __post_init__(self) -> None:
+        formats = (">" + f"q{self.digest_size - 8}x" * count for count in range(_STRUCT_IDS + 2))
+        object.__setattr__(self, "_unpackers",
+                           tuple(struct.Struct(fmt).unpack for fmt in formats))
 
     def ids(self, digests: list[bytes], head: bytes | None = None) -> tuple[int | None, list[int]]:
         """:func:`event_id` of ``head`` (``None`` for none) and of every digest, in one C
@@ -64,7 +69,7 @@ class PageHash:
         count = len(digests) + (head is not None)
         ids: Sequence[int]
         if count <= _STRUCT_IDS + 1:
-            ids = self._struct(count).unpack(joined)
+            ids = self._unpackers[count](joined)
         else:
             ids = np.frombuffer(joined, dtype=">i8")[:: self.digest_size // 8].tolist()
         if 0 in ids:
@@ -75,16 +80,32 @@ class PageHash:
 
     def chain(self, previous: bytes, key: bytes, page_bytes: int) -> list[bytes]:
         """Digests of each page of ``key`` chained after ``previous``; one call of
-        :attr:`digest` a page."""
-        if len(key) == page_bytes:  # events: one page, no comprehension to set up
+        :attr:`digest` a page, the pages cut in one C call."""
+        cutter = self._cutters.get((page_bytes, len(key)))  # events: pages() inline
+        pages: Sequence[bytes]
+        if cutter is not None:
+            pages = cutter(key)
+        elif len(key) == page_bytes:  # one page, no comprehension to set up
             return [self.digest(previous + key)]
+        else:
+            pages = self.pages(key, page_bytes)
         if self.digest is _sha256:  # events: hashlib's two C calls inline, no Python call
             sha = hashlib.sha256
-            return [previous := sha(previous + key[offset : offset + page_bytes]).digest()
-                    for offset in range(0, len(key), page_bytes)]
+            return [previous := sha(previous + page).digest() for page in pages]
         digest = self.digest
-        return [previous := digest(previous + key[offset : offset + page_bytes])
-                for offset in range(0, len(key), page_bytes)]
+        return [previous := digest(previous + page) for page in pages]
+
+    def pages(self, key: bytes, page_bytes: int) -> Sequence[bytes]:
+        """``key`` cut into pages of ``page_bytes``: one precompiled ``struct`` call for up
+        to :data:`STRUCT_PAGES` pages (no Python work a page), slices above."""
+        count = len(key) // page_bytes
+        if count > STRUCT_PAGES:
+            return [key[offset : offset + page_bytes] for offset in range(0, len(key), page_bytes)]
+        cutter = self._cutters.get((page_bytes, len(key)))
+        if cutter is None:
+            cutter = self._cutters[page_bytes, len(key)] = struct.Struct(
+                f"{page_bytes}s" * count).unpack
+        return cutter(key)
 
 
 SHA256 = PageHash("sha256", 32, _sha256)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import zmq
 
 from ..cache.base import CacheBase
-from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent
+from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent, has_pages
 from ..errors import ConfigError, InvalidArgumentTypeError, PublisherClosedError
 from .config import PublisherConfig
 from .replay import ReplayBuffer, ReplayServer
@@ -247,7 +247,7 @@ def _split(events: Iterable[KVEvent]) -> list[Sequence[KVEvent]]:
             current = [event]
         elif not isinstance(event, _EVENT_TYPES):
             raise InvalidArgumentTypeError(f"not a KV event: {event!r:.80}")
-        elif event.block_hashes:
+        elif has_pages(event):  # a pending BlockStored stays so (encoded on the sender)
             current.append(event)
     if current:
         batches.append(current)

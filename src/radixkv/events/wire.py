@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import msgpack
 
-from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent
+from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent, stored_fields
 from .config import PublisherConfig
 
 MASK64 = (1 << 64) - 1
@@ -89,23 +89,24 @@ class BatchEncoder:
 
     def _stored(self, event: BlockStored) -> bytes:
         config = self._config
-        parent = event.parent_block_hash
+        # one call for the six fields (a pending event's computed here, on this thread)
+        hashes, parent, tokens, size, medium, namespace = stored_fields(event)
         fields: list[tuple[str, object]] = [
-            ("block_hashes", self._hashes(event.block_hashes)),
+            ("block_hashes", self._hashes(hashes)),
             ("parent_block_hash",
              None if parent is None else wire_hash(parent, config.signed_hashes)),
-            ("token_ids", list(event.token_ids)),
-            ("block_size", event.block_size),
+            ("token_ids", list(tokens)),
+            ("block_size", size),
             ("lora_id", None),
-            ("medium", config.wire_medium(event.medium)),
-            ("lora_name", self.lora_name(event.namespace)),
+            ("medium", config.wire_medium(medium)),
+            ("lora_name", self.lora_name(namespace)),
         ]
         if config.legacy_arrays:
             # vLLM's positional prefix: tag, the seven fields above, extra_keys (nil); it
             # has no place for a salt.
             fields.append(("extra_keys", None))
             return self._array("BlockStored", fields)
-        salt = self.cache_salt(event.namespace)
+        salt = self.cache_salt(namespace)
         if salt is not None:  # not a vLLM field: Dynamo reads it, vLLM's decoder skips it
             fields.append(("cache_salt", salt))
         return self._map(_MAP16 + bytes([len(fields) + 1]), "BlockStored", fields)
