@@ -39,10 +39,11 @@ def stats(cache: PrefixCache) -> CacheStats:
     return CacheStats(
         capacity=cache.pool.capacity,
         available=cache.pool.available,
-        held_by_requests=sum(len(lease.own_slots) for lease in cache.leases()),
+        # bench sim: arithmetic, not a read-only view per lease (253 -> ~25 us at 175)
+        held_by_requests=sum([lease.num_own for lease in cache._leases.values()]),
         components=components,
         nodes=len(tree.nodes) - len(tree.roots),
-        active_leases=len(cache.leases()),
+        active_leases=len(cache._leases),
         evicted_tokens=sum(tree.evicted[0].values()),
         events_dropped=tree.log.dropped,
         host=None if cache.host is None else host_stats(cache.host, tree),
