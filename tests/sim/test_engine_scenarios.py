@@ -13,7 +13,7 @@ import pytest
 
 from radixkv import CacheConfig
 from radixkv.errors import InvalidNamespaceError
-from radixkv.sim.cluster import YOUNG_COLLECTION, SimConfig, simulate
+from radixkv.sim.cluster import SimConfig, simulate
 from radixkv.sim.engine import EngineConfig
 from radixkv.sim.records import REASONS
 
@@ -133,13 +133,17 @@ def test_tenants_split_a_system_prompt_workload_into_namespaces() -> None:
     assert sum(r.losses["other_namespace"] for r in three.records) > 0
 
 
-def test_a_run_paces_the_garbage_collector_and_restores_it_even_on_error() -> None:
-    before = gc.get_threshold()
-    during: list[tuple[int, int, int]] = []
+def test_a_run_switches_the_garbage_collector_off_and_back_on_even_on_error() -> None:
+    during: list[bool] = []
     config = SimConfig(EngineConfig(CacheConfig(capacity=64, page_size=4), UNIT_COST))
-    simulate([request(0, 0.0, A)], config, lambda done, total: during.append(gc.get_threshold()))
-    assert during == [(max(YOUNG_COLLECTION, before[0]), *before[1:])]
-    assert gc.get_threshold() == before
+    simulate([request(0, 0.0, A)], config, lambda done, total: during.append(gc.isenabled()))
+    assert during == [False] and gc.isenabled()
     with pytest.raises(InvalidNamespaceError):  # raised inside the run, at the arrival
         simulate([request(0, 0.0, A, namespace=("tenant", 1.5))], config)
-    assert gc.get_threshold() == before
+    assert gc.isenabled()
+    gc.disable()  # a caller that runs without the collector keeps it off
+    try:
+        simulate([request(0, 0.0, A)], config)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

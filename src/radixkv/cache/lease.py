@@ -128,6 +128,12 @@ class Lease:
         return _readonly(self._primary.slots[: self._num_slots])
 
     @property
+    def num_own(self) -> int:
+        """How many primary slots the lease itself holds (``len(own_slots)``), without
+        building the view; O(1)."""
+        return self._num_slots - self.tree_owned
+
+    @property
     def own_slots(self) -> np.ndarray:
         """Primary slots the lease itself holds (beyond the tree-owned prefix), whole pages."""
         return _readonly(self._primary.slots[self.tree_owned : self._num_slots])
