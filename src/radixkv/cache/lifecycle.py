@@ -244,8 +244,9 @@ class Lifecycle(LoadBack):
             return None
         inputs = [side.insert_input(buffer, key_length)
                   for side, buffer in zip(self.sides, lease.buffers)]
+        # the lease's lock node ends where its borrowed prefix does
         result = self.tree.insert(key, inputs, lease.namespace, borrowed=lease.tree_owned,
-                                  priority=lease.priority, ttl=lease.ttl)
+                                  priority=lease.priority, ttl=lease.ttl, known=lease.lock)
         self.pools.free_all(result.freed)
         counters = self.counters
         for index in self._checkpointing:  # bench release: only the sides that need it

@@ -12,7 +12,7 @@ from ..errors import InvalidSlotsError
 from .keys import Namespace
 from .node import Node
 from .state import NO_SLOTS, TreeState
-from .types import TreeInsert
+from .types import Lock, TreeInsert
 
 
 class Inserter(TreeState):
@@ -27,6 +27,7 @@ class Inserter(TreeState):
         borrowed: int = 0,
         priority: int = 0,
         ttl: int | None = None,
+        known: Lock | None = None,
     ) -> TreeInsert:
         """Insert ``key`` (whole pages) with each component's input (see its ``adopt_path``).
 
@@ -36,8 +37,12 @@ class Inserter(TreeState):
         short (``length``) and ask for node boundaries (checkpoints); splits happen only
         there and where the key leaves an edge. Cost: O(depth) plus O(new elements) in C.
         The key is also cut at the first node a load-back is still writing to: should that
-        copy fail, nothing may hang below the node it leaves host-only. Raises
-        :class:`InvalidSlotsError` (nothing changed) on malformed inputs.
+        copy fail, nothing may hang below the node it leaves host-only. ``known``: a live
+        lock of this tree whose node the key's first ``borrowed`` elements are known to run
+        to (a lease's); the descent starts at that node rather than at the root, the nodes
+        above it only stamped (used only when it ends at ``borrowed`` in ``namespace`` and
+        every cut above it is a node boundary already).
+        Raises :class:`InvalidSlotsError` (nothing changed) on malformed inputs.
         """
         length = self._check_insert(key, inputs)
         limit, cuts = self._plan(inputs, length, borrowed)
@@ -50,21 +55,48 @@ class Inserter(TreeState):
         if not limit:  # nothing to cache: no namespace root is created for it
             return TreeInsert(None, 0, 0, [NO_SLOTS] * len(self.components))
         ttl = self.config.default_ttl if ttl is None else ttl
-        path, new_length = self._descend(self.root(namespace), key, limit, cuts, priority, ttl)
+        # bench release / sim: a lease's borrowed prefix is not walked again
+        if known is not None and self._known_start(known, namespace, borrowed, limit, cuts):
+            path, node = self._stamped_path(known.node, priority), known.node
+        else:
+            path, node = [], self.root(namespace)
+        new_length = self._descend(node, path, key, limit, cuts, priority, ttl)
         freed = self._adopt(path, inputs, borrowed)
         return TreeInsert(path[-1], limit, new_length, freed)
 
+    def _known_start(self, known: Lock, namespace: Namespace, borrowed: int, limit: int,
+                     cuts: list[int]) -> bool:
+        """Whether an insert may start at ``known``'s node (see :meth:`insert`)."""
+        node = known.node
+        return (self.live_locks.get(known.id) is known and node.namespace == namespace
+                and node.start + node.length == borrowed <= limit
+                and (borrowed <= cuts[0] or _bounds_every_cut(node, cuts, borrowed)))
+
+    def _stamped_path(self, node: Node, priority: int) -> list[Node]:
+        """``node`` and its ancestors below the root, top-down, each stamped as a descent
+        stamps the nodes it runs through (recency, priority)."""
+        tick, path = self.tick, []
+        while node.parent is not None:
+            node.last_access = tick
+            if priority > node.priority:
+                node.priority = priority
+            path.append(node)
+            node = node.parent
+        path.reverse()
+        return path
+
     def _descend(
-        self, root: Node, key: bytes, limit: int, cuts: list[int], priority: int, ttl: int
-    ) -> tuple[list[Node], int]:
-        """The nodes that cover ``key[:limit]`` top-down, splitting where the key leaves an
-        edge or a cut falls inside one and adding a leaf for what the tree lacks; and how
-        many elements were new. Marks each node accessed (recency, priority)."""
+        self, node: Node, path: list[Node], key: bytes, limit: int, cuts: list[int],
+        priority: int, ttl: int,
+    ) -> int:
+        """Extend ``path`` (the nodes from the root down to ``node``, where the key runs)
+        with the nodes that cover the rest of ``key[:limit]``, splitting where the key
+        leaves an edge or a cut falls inside one and adding a leaf for what the tree lacks;
+        returns how many elements were new. Marks each node accessed (recency, priority)."""
         unit, page_bytes, tick = self.unit, self.page_bytes, self.tick
         single = len(cuts) == 1  # bench insert: no checkpoint, no bisect per node
-        path: list[Node] = []
         # bench insert: positions are bytes; a node's byte end is its ``stop``
-        node, pos, new_length, end = root, 0, 0, limit * unit
+        pos, new_length, end = node.stop, 0, limit * unit
         while pos < end:
             stop = end if single else cuts[bisect.bisect_right(cuts, pos // unit)] * unit
             child = node.children.get(key[pos : pos + page_bytes])
@@ -82,7 +114,7 @@ class Inserter(TreeState):
             path.append(child)
             node = child
             pos = child.stop
-        return path, new_length
+        return new_length
 
     def _adopt(
         self, path: list[Node], inputs: Sequence[object], borrowed: int
@@ -162,3 +194,13 @@ class Inserter(TreeState):
             for index in range(len(self.components)):
                 ledger.holes[index] += 1
         return leaf
+
+
+def _bounds_every_cut(node: Node, cuts: list[int], borrowed: int) -> bool:
+    """Whether every cut below ``borrowed`` is where a node on the path to ``node`` starts
+    (so a descent from the root would split nothing there). O(depth)."""
+    starts = set()
+    while node.parent is not None:
+        starts.add(node.start)
+        node = node.parent
+    return all(cut in starts for cut in cuts if cut < borrowed)
