@@ -49,3 +49,20 @@ def assert_refused(cache: Any, error: type[Exception], call: Callable[[], object
     assert isinstance(raised.value, RadixKVError), f"{raised.value!r} is no RadixKVError"
     assert cache.snapshot() == snap, "a refused call changed the cache"
     return raised.value
+
+
+def id_free_state(cache: Any) -> Any:
+    """What two caches given the same calls must agree on, without node and lock ids (ids
+    are global): every node's place, key, locks, recency, priority, values and candidacy,
+    the ledgers, the pools and the hit count."""
+    tree, nodes = cache.tree, []
+    stack = list(tree.roots.values())
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children.values())
+        nodes.append((node.namespace, node.start, node.key, tuple(node.locks), node.last_access,
+                      node.priority, tuple(None if v is None else v.tobytes() for v in node.values),
+                      tuple(node.id in queue.members for queue in tree.queues)))
+    pools = tuple(pool.available for pool in cache.pools.pools)
+    return (sorted(nodes), tree.protected, tree.cached, tree.holes, pools,
+            cache.stats().hit_tokens)
