@@ -111,6 +111,7 @@ def test_clients_get_their_own_replies_while_batches_are_published(
     context: zmq.Context,
 ) -> None:
     with publisher() as pub:
+        assert pub.flush(10)  # the start-up batch (0) is kept for replay before the clients ask
         writer = threading.Thread(target=publish_steps, args=(pub, 200))
         clients = [dealer(context, pub.replay_endpoint or "") for _ in range(3)]
         writer.start()
