@@ -2,9 +2,11 @@
 alternating.
 
 radixkv alone runs in this process. Side by side (``--against sglang``) every tree runs in
-its own long-lived worker process on the same machine and inputs, and each round runs each
-tree once per shape, the trees' order rotating from round to round so that none always goes
-first.
+its own long-lived worker process on the same machine and inputs. Each round runs each
+operation of each shape on every tree in turn (each on its own fresh cache) before the next
+operation, the trees' order rotating from operation to operation and from round to round so
+that none always goes first: the measurements a ratio divides are seconds apart, not the
+whole of the other trees' operations apart, so they share more of the machine's noise.
 """
 
 from __future__ import annotations
@@ -66,13 +68,21 @@ class Progress:
             print(f"  {where:<40} {record['op']:<13} {record['ops_per_s']:>11,.0f} ops/s",
                   file=sys.stderr, flush=True)
 
-    def tree_done(self) -> None:
-        self.done += 1
+    def shape_done(self, trees: int) -> None:
+        """``trees`` trees have run every operation of one shape."""
+        self.done += trees
         if self.enabled:
             elapsed = time.monotonic() - self.start
             left = elapsed / self.done * (self.total - self.done)
             print(f"[{self.done}/{self.total} runs, {elapsed:.0f} s, about {left:.0f} s left]",
                   file=sys.stderr, flush=True)
+
+
+def tree_order(trees: tuple[str, ...], round_index: int, op_index: int) -> tuple[str, ...]:
+    """The order the trees run one operation in: rotated by one more place for each
+    operation and each round."""
+    shift = (round_index + op_index) % len(trees)
+    return trees[shift:] + trees[:shift]
 
 
 def run_plan(plan: Plan, runners: dict[str, RunShape], progress: Progress) -> list[Record]:
@@ -81,17 +91,16 @@ def run_plan(plan: Plan, runners: dict[str, RunShape], progress: Progress) -> li
     for round_index in range(plan.rounds):
         for workload, components, page_size in plan.shapes:
             trees = plan.trees_for(workload, components, page_size)
-            shift = round_index % len(trees)
-            for tree in trees[shift:] + trees[:shift]:
-                where = (f"round {round_index + 1}/{plan.rounds} {workload} {components} "
-                         f"p{page_size} {tree}")
-                ops = plan.ops[workload]
-                for record in runners[tree](workload, components, page_size, ops):
-                    record.update(round=round_index, tree=tree, workload=workload,
-                                  components=components, page_size=page_size)
-                    records.append(record)
-                    progress.op(where, record)
-                progress.tree_done()
+            for op_index, op in enumerate(plan.ops[workload]):
+                for tree in tree_order(trees, round_index, op_index):
+                    where = (f"round {round_index + 1}/{plan.rounds} {workload} {components} "
+                             f"p{page_size} {tree}")
+                    for record in runners[tree](workload, components, page_size, (op,)):
+                        record.update(round=round_index, tree=tree, workload=workload,
+                                      components=components, page_size=page_size)
+                        records.append(record)
+                        progress.op(where, record)
+            progress.shape_done(len(trees))
     return records
 
 
