@@ -192,7 +192,7 @@ class PrefixIndex:
         high = len(keys) if limit is None else min(limit, len(keys))
         if high <= 0:
             return 0
-        # bench sim: the halving in C (longest 157 -> 13 opcodes a call): over the keys
+        # bench sim: the halving in C (longest 157 -> 37 opcodes a call): over the keys
         # reversed, the first present one is where the absent tail ends; bisect_left probes
         # exactly the keys the loop ``low, high = 0, high; middle = (low + high + 1) // 2;
         # low = middle if keys[middle - 1] present else high = middle - 1`` probed
