@@ -58,16 +58,15 @@ class Inserter(TreeState):
         # bench release / sim: a lease's borrowed prefix is not walked again
         if known is not None and self._known_start(known, namespace, borrowed, limit, cuts):
             node = known.node
-            if self._borrowed_unread:  # bench sim (896 tokens, p16): stamped, not listed
-                _stamp_up(node, self.tick, priority)
+            if self._borrowed_unread:  # bench sim (896 tokens, p16): stamped, not listed, and
+                _stamp_up(node, self.tick, priority)  # not walked again by the adoption
                 path = []
             else:
                 path = self._stamped_path(node, priority)
         else:
             path, node = [], self.root(namespace)
-        above = len(path)  # nodes that end at or before ``borrowed``
         new_length = self._descend(node, path, key, limit, cuts, priority, ttl)
-        freed = self._adopt(path, inputs, borrowed, above)
+        freed = self._adopt(path, inputs, borrowed)
         return TreeInsert(path[-1] if path else node, limit, new_length, freed)
 
     def _known_start(self, known: Lock, namespace: Namespace, borrowed: int, limit: int,
@@ -123,18 +122,15 @@ class Inserter(TreeState):
         return new_length
 
     def _adopt(
-        self, path: list[Node], inputs: Sequence[object], borrowed: int, above: int = 0
+        self, path: list[Node], inputs: Sequence[object], borrowed: int
     ) -> list[np.ndarray]:
         """Let each component adopt along ``path`` (values set, queues refreshed); return
-        per component the caller's slots to free. The first ``above`` nodes of ``path`` end
-        at or before ``borrowed``."""
+        per component the caller's slots to free. ``path`` may leave out nodes above the
+        new ones that end at or before ``borrowed`` (see :attr:`_borrowed_unread`)."""
         freed: list[np.ndarray] = []
         changed: dict[int, Node] = {}
-        # bench sim (896 tokens, p16): a lease's borrowed nodes are not walked again
-        below = path[above:] if above else path
         for component, data in zip(self.components, inputs):
-            adopted, duplicates = component.adopt_path(
-                below if component.adopts_past_borrowed else path, data, borrowed)
+            adopted, duplicates = component.adopt_path(path, data, borrowed)
             index = component.index
             for node, value in adopted:
                 self._set_value(node, index, value)
@@ -207,9 +203,10 @@ class Inserter(TreeState):
         leaf.priority, leaf.ttl = priority, ttl
         parent.children[key[: self.page_bytes]] = leaf
         self.nodes[leaf.id] = leaf
-        for ledger in self.ledgers:
-            for index in range(len(self.components)):
-                ledger.holes[index] += 1
+        for ledger in self.ledgers:  # bench insert: no range() per ledger
+            holes = ledger.holes
+            for index in self._indices:
+                holes[index] += 1
         return leaf
 
 
