@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from radixkv.core import locking
 from radixkv.core.types import Lock
 from radixkv.errors import LockError, OutOfSlotsError
 
@@ -27,6 +26,27 @@ def lock_then_unlock(tree: Any) -> Any:
         return moved
 
     return move_down
+
+
+def spy_on_moves(tree: Any) -> list[bool]:
+    """Per ``move_down`` call on ``tree``, whether it moved the lock itself (no ``lock``
+    call: not the fallback)."""
+    moved: list[bool] = []
+    locks = [0]
+    lock, move_down = tree.lock, tree.move_down
+
+    def counted_lock(*args: Any) -> Any:
+        locks[0] += 1
+        return lock(*args)
+
+    def spied_move_down(*args: Any) -> Any:
+        before = locks[0]
+        result = move_down(*args)
+        moved.append(locks[0] == before)
+        return result
+
+    tree.lock, tree.move_down = counted_lock, spied_move_down
+    return moved
 
 
 def run(caches: tuple[AuditedCache, AuditedCache], call: str, *args: Any) -> Any:
@@ -47,21 +67,11 @@ def run(caches: tuple[AuditedCache, AuditedCache], call: str, *args: Any) -> Any
 @pytest.mark.parametrize("combo", sorted(CONFIGS))
 @pytest.mark.parametrize("page", [1, 2])
 @pytest.mark.parametrize("seed", range(4))
-def test_move_down_leaves_what_lock_then_unlock_leaves(
-    combo: str, page: int, seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    moved = []
-    original = locking._path_down_to
-
-    def spy(node: Any, top: Any) -> Any:
-        below = original(node, top)
-        moved.append(below is not None)
-        return below
-
-    monkeypatch.setattr(locking, "_path_down_to", spy)
+def test_move_down_leaves_what_lock_then_unlock_leaves(combo: str, page: int, seed: int) -> None:
     rng = random.Random(seed)
     caches = (AuditedCache(capacity=240, page_size=page, **CONFIGS[combo]),
               AuditedCache(capacity=240, page_size=page, **CONFIGS[combo]))
+    moved = spy_on_moves(caches[0].tree)
     caches[1].tree.move_down = lock_then_unlock(caches[1].tree)  # type: ignore[method-assign]
     known: list[list[int]] = [[1, 2, 3, 4, 5, 6, 7, 8]]
     active: list[tuple[Any, Any]] = []
