@@ -33,23 +33,25 @@ class Ignoring:
 
 
 class Counting:
-    """Wraps a method, counting its calls."""
+    """Wraps a method, counting the calls that returned something true."""
 
     def __init__(self, method: Any) -> None:
         self.method, self.calls = method, 0
 
     def __call__(self, *args: Any) -> Any:
-        self.calls += 1
-        return self.method(*args)
+        result = self.method(*args)
+        self.calls += bool(result)
+        return result
 
 
-def step(caches: tuple[AuditedCache, AuditedCache], call: str, *per_cache: Any) -> list[Any]:
-    """``call`` on each cache with its own arguments (``None`` when out of slots); then the
-    two states agree."""
+def step(caches: tuple[AuditedCache, AuditedCache], call: str, *per_cache: Any,
+         **shared: Any) -> list[Any]:
+    """``call`` on each cache with its own arguments and the ``shared`` keywords (``None``
+    when out of slots); then the two states agree."""
     results = []
     for cache, args in zip(caches, per_cache):
         try:
-            results.append(getattr(cache, call)(*args))
+            results.append(getattr(cache, call)(*args, **shared))
         except OutOfSlotsError:
             results.append(None)
     assert id_free_state(caches[0]) == id_free_state(caches[1]), call
@@ -66,8 +68,8 @@ def test_a_lease_insert_from_its_lock_node_equals_one_from_the_root(
     caches = (AuditedCache(capacity=200, page_size=page, **CONFIGS[combo]),
               AuditedCache(capacity=200, page_size=page, **CONFIGS[combo]))
     caches[1].tree.insert = Ignoring(caches[1].tree.insert)
-    taken = Counting(caches[0].tree._stamped_path)
-    caches[0].tree._stamped_path = taken
+    taken = Counting(caches[0].tree._known_start)
+    caches[0].tree._known_start = taken
     known: list[list[int]] = [[rng.randint(1, 4) for _ in range(8)]]
     leases: list[list[Any]] = []
     for _ in range(150):
@@ -76,7 +78,8 @@ def test_a_lease_insert_from_its_lock_node_equals_one_from_the_root(
             base = rng.choice(known)
             tokens = base[: rng.randint(0, len(base))] + [rng.randint(1, 4)
                                                          for _ in range(rng.randint(1, 8))]
-            pair = step(caches, "admit", (tokens,), (tokens,))
+            priority = rng.choice((0, 0, 1, 3))  # an insert stamps priorities on its path
+            pair = step(caches, "admit", (tokens,), (tokens,), priority=priority)
             if pair[0] is not None:
                 leases.append(pair)
                 known.append(tokens)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -50,6 +52,28 @@ def test_longest_finds_the_shared_prefix_by_halving() -> None:
     assert index.longest(probe, limit=2) == 8
     assert index.longest(page_keys(tokens(7, 12), 4).tolist()) == 0
     assert len(index) == 5
+
+
+def _halving(present: set[int], keys: list[int], limit: int | None) -> int:
+    """The plain halving loop ``longest`` ran before it moved into C."""
+    low, high = 0, len(keys) if limit is None else min(limit, len(keys))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if keys[middle - 1] in present:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def test_longest_probes_as_the_plain_halving_loop_does_even_off_a_closed_set() -> None:
+    rng = random.Random(3)
+    for _ in range(3000):
+        index = PrefixIndex(4)
+        index.add(k for k in range(40) if rng.random() < 0.6)  # not closed under prefixes
+        probe = rng.sample(range(60), rng.randint(0, 30))
+        limit = rng.choice([None, rng.randint(-1, 35)])
+        assert index.longest(probe, limit) == 4 * _halving(index.keys, probe, limit)
 
 
 def _parts(rng: np.random.Generator) -> list[np.ndarray]:

@@ -65,6 +65,11 @@ class Component(ABC):
     """What a prefix this component cuts short lost, in stats and metrics (FULL:
     ``evicted``, a window component: ``tombstone``, MAMBA: ``no_state``)."""
 
+    adopts_past_borrowed: ClassVar[bool] = False
+    """True if :meth:`adopt_path` takes nothing from, and returns no duplicate on, a node
+    that ends at or before ``borrowed`` (the tree then leaves those nodes out of the path
+    it passes)."""
+
     per_token: ClassVar[bool] = True
     """True if :meth:`value_size` is the node's length (the tree then skips the call)."""
 

@@ -25,6 +25,7 @@ class FullComponent(Component):
     whole_when_complete = True
     pins_whole_path = True
     leaf_candidates = True
+    adopts_past_borrowed = True  # per_token_path_adoption: nothing ends at or before it
 
     def usable_length(self, path: Sequence[Node], length: int) -> int:
         index = self.index

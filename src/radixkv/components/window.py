@@ -82,6 +82,8 @@ class WindowedComponent(Component):
         held_from = max(borrowed, data.dropped)
         return per_token_adoption(node, node.values[self.index], data.slots, held_from)
 
+    adopts_past_borrowed = True  # per_token_path_adoption from max(borrowed, dropped)
+
     def adopt_path(self, path: Sequence[Node], data: object, borrowed: int) -> PathAdoption:
         assert isinstance(data, WindowInput)
         held_from = max(borrowed, data.dropped)

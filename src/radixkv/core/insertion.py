@@ -57,12 +57,17 @@ class Inserter(TreeState):
         ttl = self.config.default_ttl if ttl is None else ttl
         # bench release / sim: a lease's borrowed prefix is not walked again
         if known is not None and self._known_start(known, namespace, borrowed, limit, cuts):
-            path, node = self._stamped_path(known.node, priority), known.node
+            node = known.node
+            if self._borrowed_unread:  # bench sim (896 tokens, p16): stamped, not listed, and
+                _stamp_up(node, self.tick, priority)  # not walked again by the adoption
+                path = []
+            else:
+                path = self._stamped_path(node, priority)
         else:
             path, node = [], self.root(namespace)
         new_length = self._descend(node, path, key, limit, cuts, priority, ttl)
         freed = self._adopt(path, inputs, borrowed)
-        return TreeInsert(path[-1], limit, new_length, freed)
+        return TreeInsert(path[-1] if path else node, limit, new_length, freed)
 
     def _known_start(self, known: Lock, namespace: Namespace, borrowed: int, limit: int,
                      cuts: list[int]) -> bool:
@@ -120,7 +125,8 @@ class Inserter(TreeState):
         self, path: list[Node], inputs: Sequence[object], borrowed: int
     ) -> list[np.ndarray]:
         """Let each component adopt along ``path`` (values set, queues refreshed); return
-        per component the caller's slots to free."""
+        per component the caller's slots to free. ``path`` may leave out nodes above the
+        new ones that end at or before ``borrowed`` (see :attr:`_borrowed_unread`)."""
         freed: list[np.ndarray] = []
         changed: dict[int, Node] = {}
         for component, data in zip(self.components, inputs):
@@ -172,6 +178,13 @@ class Inserter(TreeState):
         return limit, cuts if len(cuts) == 1 else sorted(set(cuts))
 
     @cached_property
+    def _borrowed_unread(self) -> bool:
+        """Whether an insert reads nothing of the nodes a lease borrowed but their stamps:
+        every component adopts past ``borrowed`` only and the policy never re-keys a
+        candidate on access (monotone). Asked once per tree."""
+        return self.policy.monotone and all(c.adopts_past_borrowed for c in self.components)
+
+    @cached_property
     def _plans_nothing(self) -> bool:
         """Whether no component cuts an insert short or asks for a node boundary (each
         keeps the default ``insert_limit`` and ``cut_points``): the plan is then the
@@ -190,10 +203,21 @@ class Inserter(TreeState):
         leaf.priority, leaf.ttl = priority, ttl
         parent.children[key[: self.page_bytes]] = leaf
         self.nodes[leaf.id] = leaf
-        for ledger in self.ledgers:
-            for index in range(len(self.components)):
-                ledger.holes[index] += 1
+        for ledger in self.ledgers:  # bench insert: no range() per ledger
+            holes = ledger.holes
+            for index in self._indices:
+                holes[index] += 1
         return leaf
+
+
+def _stamp_up(node: Node, tick: int, priority: int) -> None:
+    """Stamp ``node`` and its ancestors below the root as a descent stamps the nodes it runs
+    through (recency, priority): :meth:`Inserter._stamped_path` without the list."""
+    while node.parent is not None:
+        node.last_access = tick
+        if priority > node.priority:
+            node.priority = priority
+        node = node.parent
 
 
 def _bounds_every_cut(node: Node, cuts: list[int], borrowed: int) -> bool:

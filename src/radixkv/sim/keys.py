@@ -11,6 +11,7 @@ key with probability about 2**-64.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 from collections.abc import Iterable, Sequence
@@ -188,15 +189,15 @@ class PrefixIndex:
     def longest(self, keys: list[int], limit: int | None = None) -> int:
         """Tokens of the longest prefix whose page keys are present (at most ``limit``
         pages); O(log pages) set lookups."""
-        low, high = 0, len(keys) if limit is None else min(limit, len(keys))
-        present = self.keys
-        while low < high:
-            middle = (low + high + 1) // 2
-            if keys[middle - 1] in present:
-                low = middle
-            else:
-                high = middle - 1
-        return low * self.page
+        high = len(keys) if limit is None else min(limit, len(keys))
+        if high <= 0:
+            return 0
+        # bench sim: the halving in C (longest 157 -> 37 opcodes a call): over the keys
+        # reversed, the first present one is where the absent tail ends; bisect_left probes
+        # exactly the keys the loop ``low, high = 0, high; middle = (low + high + 1) // 2;
+        # low = middle if keys[middle - 1] present else high = middle - 1`` probed
+        found = bisect.bisect_left(keys[high - 1 :: -1], True, key=self.keys.__contains__)
+        return (high - found) * self.page
 
     def __len__(self) -> int:
         return len(self.keys)
