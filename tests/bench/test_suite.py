@@ -54,3 +54,23 @@ def test_a_skipped_peer_shape_runs_only_radixkv() -> None:
     run_plan(plan, _recording_runners(trees, calls),  # type: ignore[arg-type]
              Progress(plan, enabled=False))
     assert calls == [("radixkv", "full+mamba", 16, "insert")]
+
+
+def _plan_of(argv: list[str]) -> Plan:
+    import argparse
+
+    from radixkv.bench.cli import _plan, add_bench
+
+    parser = argparse.ArgumentParser()
+    add_bench(parser)
+    plan, _sizes = _plan(parser.parse_args(["ops", *argv]))
+    assert isinstance(plan, Plan)
+    return plan
+
+
+def test_peer_cores_choose_which_sglang_trees_run_beside_radixkv() -> None:
+    assert _plan_of(["--against", "sglang"]).trees == (
+        "radixkv", "sglang-rust", "sglang-python")
+    assert _plan_of(["--against", "sglang", "--peer-cores", "rust"]).trees == (
+        "radixkv", "sglang-rust")
+    assert _plan_of(["--peer-cores", "rust"]).trees == ("radixkv",)

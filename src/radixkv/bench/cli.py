@@ -74,6 +74,10 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                      help="write every round's results, the medians and ratios as JSON")
     ops.add_argument("--against", choices=("sglang",), default=None,
                      help="also run SGLang 0.5.23's python and rust tree cores")
+    ops.add_argument("--peer-cores", nargs="+", choices=("rust", "python"),
+                     default=["rust", "python"], metavar="CORE",
+                     help="with --against sglang, which of SGLang's tree cores run (rust, "
+                          "python); leaving python out makes a round about half as long")
     ops.add_argument("--peers-python", default=None, metavar="PATH",
                      help="interpreter of the SGLang venv (default: .venv-peers/bin/python)")
     ops.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -185,7 +189,8 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Any]:
     workloads = tuple(dict.fromkeys(args.workload))
     shapes = tuple((w, c, p) for w in workloads for c in components
                    for p in dict.fromkeys(args.page_size))
-    trees = ("radixkv", "sglang-rust", "sglang-python") if args.against else ("radixkv",)
+    trees = ("radixkv", *(f"sglang-{core}" for core in dict.fromkeys(args.peer_cores))) \
+        if args.against else ("radixkv",)
     defaults = {"reference": SPEC_OPERATIONS, "short": OPERATIONS}
     ops = {w: tuple(dict.fromkeys(args.ops)) if args.ops else defaults[w] for w in workloads}
     sizes = WorkloadSizes(args.num_seqs if "reference" in workloads else None,
