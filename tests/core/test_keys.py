@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 import pytest
@@ -238,3 +239,21 @@ def test_unhashable_parts_that_are_no_str_or_int_are_refused() -> None:
     for bad in (([1], None), (None, {"a": 1}), (None, {1})):
         with pytest.raises(InvalidNamespaceError):
             validate_namespace(bad)
+
+
+@pytest.mark.parametrize("make", [
+    lambda a: a,  # contiguous u32: packed as it is
+    lambda a: a[::2],  # a strided view
+    lambda a: a.astype(">u4"),  # big-endian: converted
+    lambda a: a.astype(np.int64),
+    lambda a: a.tolist(),
+])
+def test_encode_tokens_packs_every_kind_of_input_alike(make: Any) -> None:
+    tokens = np.array([0, 1, 7, 65_536, 2**32 - 1, 12, 99, 3], dtype=np.uint32)
+    expected = np.asarray(make(tokens)).astype(np.uint64).astype("<u4").tobytes()
+    assert encode_tokens(make(tokens)) == expected
+
+
+def test_encode_tokens_refuses_a_two_dimensional_u32_array() -> None:
+    with pytest.raises(InvalidTokensError, match="1-D"):
+        encode_tokens(np.zeros((2, 3), dtype=np.uint32))

@@ -411,6 +411,26 @@ def test_check_catches_a_corrupted_ring() -> None:
         pool.check(held)
 
 
+def test_ever_allocated_marks_the_pages_handed_out_since_the_reset() -> None:
+    pool = make_pool(8, page_size=2)  # 4 pages
+    first = must_alloc(pool, 4)  # pages 0 and 1
+    assert pool.ever_allocated.tolist() == [True, True, False, False]
+    pool.free(first)  # back at the ring's tail: still "ever"
+    assert pool.ever_allocated.tolist() == [True, True, False, False]
+    must_alloc(pool, 8)  # pages 2, 3, then 0, 1 again from the tail
+    assert pool.ever_allocated.tolist() == [True] * 4
+    pool.reset()
+    assert pool.ever_allocated.tolist() == [False] * 4
+
+
+def test_check_catches_never_handed_out_pages_out_of_place() -> None:
+    pool = make_pool(8, page_size=2)
+    held = must_alloc(pool, 2)  # page 0; pages 1..3 never handed out
+    pool._queue[[2, 3]] = pool._queue[[3, 2]]  # swap two of them in the ring
+    with pytest.raises(InvariantError, match=r"3 pages were never handed out"):
+        pool.check(held)
+
+
 def test_paged_slots_are_freed_from_real_torch_tensors() -> None:
     torch = pytest.importorskip("torch", reason="torch is not installed (optional extra)")
     pool = make_pool(16, page_size=4)

@@ -26,6 +26,7 @@ Namespace = tuple[object, object]
 DEFAULT_NAMESPACE: Namespace = (None, None)
 
 _EMPTY_TOKENS = np.zeros(0, dtype=np.uint32)
+_U32 = np.dtype("<u4")
 
 # bench match_prefix: array('I') converts a list of ints in one C loop, faster than
 # struct.pack(*tokens); it packs native order, so only where that is little-endian u32
@@ -101,6 +102,10 @@ def encode_tokens(tokens: Any) -> bytes:
     match_prefix path); anything else, or a list that fails, goes through
     :func:`validate_tokens`, which raises the precise :class:`InvalidTokensError`.
     """
+    # bench sim (uint32 prompts): an array of u32 already packs as it is (2.0 -> 0.4 us at
+    # 896 tokens); any other array (dtype, byte order, shape) is validated below
+    if type(tokens) is np.ndarray and tokens.dtype is _U32 and tokens.ndim == 1:
+        return tokens.tobytes()
     # numpy reads an all-bool sequence as bool dtype (rejected): such input takes the slow path
     if NATIVE_U32 and (type(tokens) is list or type(tokens) is tuple) and not (
             tokens and type(tokens[0]) is bool):

@@ -71,8 +71,9 @@ def check_ring(pool: SlotPool) -> None:
         (queued > 1, "is queued as free more than once"),
         ((queued == 1) & pool._allocated, "is both allocated and queued as free"),
         ((queued == 0) & ~pool._allocated, "is neither allocated nor queued as free (lost)"),
-        (pool._allocated & ~pool._ever_allocated, "is allocated but not marked as ever"),
+        (pool._allocated & ~pool.ever_allocated, "is allocated but not marked as ever"),
     )
+    _check_fresh_tail(pool)
     for bad, why in checks:
         if bad.any():
             page = int(np.argmax(bad))
@@ -80,3 +81,17 @@ def check_ring(pool: SlotPool) -> None:
                 f"{pool._label()}: page {page} (slots {page * pool._page_size}.."
                 f"{page * pool._page_size + pool._page_size - 1}) {why}"
             )
+
+
+def _check_fresh_tail(pool: SlotPool) -> None:
+    """Raise InvariantError unless the pages never handed out since the reset still sit
+    where the ascending ring put them, just ahead of the head (what ``ever_allocated``
+    reads off the ``_handed_out`` counter)."""
+    fresh, num_pages = pool._handed_out, pool._num_pages
+    if fresh >= num_pages:
+        return
+    if pool._head != fresh or not np.array_equal(
+            pool._queue[fresh:], np.arange(fresh, num_pages, dtype=np.int64)):
+        raise InvariantError(
+            f"{pool._label()}: {num_pages - fresh} pages were never handed out, but the free "
+            f"ring does not hold them in order from position {fresh} (head {pool._head})")

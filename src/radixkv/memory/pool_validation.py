@@ -88,7 +88,7 @@ def whole_pages(pool: SlotPool, arr: SlotArray, action: str) -> SlotArray:
     if not_allocated.any():
         i = int(np.argmax(not_allocated))
         page = int(pages[i])
-        if pool._ever_allocated[page]:
+        if page < pool._handed_out:  # allocated once since the reset (see SlotPool)
             why = "it is already free (double free)"
         else:
             why = "it was never allocated"

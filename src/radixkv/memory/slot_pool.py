@@ -46,7 +46,7 @@ class SlotPool:
         "_allocated",
         "_config",
         "_count",
-        "_ever_allocated",
+        "_handed_out",
         "_head",
         "_num_pages",
         "_order",
@@ -75,9 +75,11 @@ class SlotPool:
         )
         # Page k is allocated <=> _allocated[k]; a free page is in the ring exactly once.
         self._allocated: BoolArray = np.zeros(self._num_pages, dtype=np.bool_)
-        # Diagnostics only: was the page handed out since the last reset? Tells a double free
-        # from a free of a page that was never allocated.
-        self._ever_allocated: BoolArray = np.zeros(self._num_pages, dtype=np.bool_)
+        # Diagnostics only (tells a double free from a free of a page never allocated): pages
+        # handed out since the last reset, capped at num_pages. The ring starts ascending and
+        # its tail only ever rewrites positions the head has passed, so page k has been
+        # allocated since the reset exactly when k < _handed_out (see ever_allocated).
+        self._handed_out = 0
         # Ring buffer of free page ids: _queue[(_head + i) % num_pages] for i < _count.
         self._queue: SlotArray = np.arange(self._num_pages, dtype=np.int64)
         self._head = 0
@@ -173,7 +175,8 @@ class SlotPool:
         self._head = (self._head + num_pages) % self._num_pages
         self._count -= num_pages
         self._allocated[pages] = True
-        self._ever_allocated[pages] = True
+        # bench sim: a counter, not a second fancy-indexed store per allocation
+        self._handed_out = min(self._handed_out + num_pages, self._num_pages)
         return pages
 
     def slots_of(self, pages: SlotArray) -> SlotArray:
@@ -253,13 +256,20 @@ class SlotPool:
         result: BoolArray = self._allocated[arr // self._page_size]
         return result
 
+    @property
+    def ever_allocated(self) -> BoolArray:
+        """For each page, whether it was handed out since the pool was made or last reset (a
+        fresh array). Does not mutate. Cost O(num_pages)."""
+        handed: BoolArray = np.arange(self._num_pages) < self._handed_out
+        return handed
+
     def reset(self) -> None:
         """Free every page; the free queue is ascending again, as in a fresh pool.
 
         Mutates. Cost O(capacity). Never raises.
         """
         self._allocated.fill(False)
-        self._ever_allocated.fill(False)
+        self._handed_out = 0
         self._queue[:] = np.arange(self._num_pages, dtype=np.int64)
         self._head = 0
         self._count = self._num_pages
@@ -287,7 +297,7 @@ class SlotPool:
     def snapshot(self) -> SlotPoolSnapshot:
         """Return the pool's whole observable state as plain, comparable data.
 
-        ``(capacity, page_size, allocation map bytes, ever-allocated map bytes, free page ids
+        ``(capacity, page_size, allocation map bytes, :attr:`ever_allocated` bytes, free page ids
         in queue order as int64 bytes)``. Two pools with equal snapshots behave identically.
         Meant for tests (state before == state after a failing call). Does not mutate.
         Cost O(capacity).
@@ -296,7 +306,7 @@ class SlotPool:
             self.capacity,
             self._page_size,
             self._allocated.tobytes(),
-            self._ever_allocated.tobytes(),
+            self.ever_allocated.tobytes(),
             self._peek(self._count).tobytes(),
         )
 
