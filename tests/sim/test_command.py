@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import weakref
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,6 +90,27 @@ def test_bench_sim_reports_requests_per_second(
     result = json.loads(out.read_text())
     assert result["requests"] == 40 and len(result["rounds"]) == 2
     assert result["median_requests_per_s"] > 0
+
+
+def test_bench_sim_starts_each_round_with_the_previous_result_collected(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from radixkv.sim import speed
+
+    results: list[weakref.ref[Any]] = []
+    alive_at_start: list[bool] = []
+
+    def simulate(requests: Any, config: Any) -> Any:
+        alive_at_start.append(any(ref() is not None for ref in results))
+        result = real(requests, config)
+        results.append(weakref.ref(result))
+        return result
+
+    real = speed.simulate
+    monkeypatch.setattr(speed, "simulate", simulate)
+    assert main(["bench", "sim", "--sessions", "4", "--turns", "2", "--rounds", "3",
+                 "--capacity", "10K"]) == 0
+    # the tree's nodes form cycles: only a collection frees a dropped result
+    assert alive_at_start == [False, False, False]
 
 
 def test_a_hybrid_comparison_draws_the_comparison_plot(tmp_path: Path) -> None:
