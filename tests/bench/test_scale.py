@@ -4,9 +4,9 @@ from radixkv.bench.scale import branching_sequences, growth, heap_per_token
 
 
 def test_growth_reaches_each_size_and_times_both_operations() -> None:
-    points = growth((200, 800), samples=20)
+    points = growth((200, 800), samples=20, rounds=2)
     assert [p.nodes >= size for p, size in zip(points, (200, 800))] == [True, True]
-    assert all(p.match_us > 0 and p.insert_us > 0 for p in points)
+    assert all(p.match_us > 0 and p.insert_us > 0 and p.lock_us > 0 for p in points)
 
 
 def test_branching_sequences_hold_the_asked_distinct_tokens() -> None:
@@ -26,9 +26,10 @@ def test_bench_scale_command_prints_both_tables(tmp_path, capsys) -> None:  # ty
     from radixkv.cli import main
 
     out = tmp_path / "scale.json"
-    code = main(["bench", "scale", "--sizes", "100", "300", "--samples", "10",
+    code = main(["bench", "scale", "--sizes", "100", "300", "--samples", "10", "--rounds", "2",
                  "--memory-tokens", "3000", "--page-size", "1", "--json", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "bytes/token" in printed and "match p50" in printed
+    assert "bytes/token" in printed and "match p50" in printed and "lock+unlock p50" in printed
+    assert "cost per path node at" in printed
     assert '"growth"' in out.read_text()

@@ -82,13 +82,15 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                      help="interpreter of the SGLang venv (default: .venv-peers/bin/python)")
     ops.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     scale = sub.add_parser(
-        "scale", help="match/insert cost as the tree grows; heap bytes per cached token",
+        "scale", help="match/lock/insert cost as the tree grows; heap bytes per cached token",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     scale.add_argument("--sizes", nargs="+", type=_positive,
                        default=[1_000, 10_000, 100_000, 1_000_000], metavar="NODES",
-                       help="tree sizes (nodes) at which to time match and insert")
+                       help="tree sizes (nodes) at which to time match, lock and insert")
     scale.add_argument("--samples", type=_positive, default=1000, metavar="N",
                        help="timed matches and inserts at each size")
+    scale.add_argument("--rounds", type=_positive, default=3, metavar="N",
+                       help="rounds in which the trees take turns at match and lock (medians)")
     scale.add_argument("--memory-tokens", type=_positive, default=5_000_000, metavar="N",
                        help="cached tokens of the tree whose heap is measured")
     scale.add_argument("--page-size", nargs="+", type=_positive, default=[1, 16], metavar="N",

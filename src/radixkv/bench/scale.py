@@ -1,9 +1,12 @@
-"""``radixkv bench scale``: match and insert cost as the tree grows, and heap bytes per token.
+"""``radixkv bench scale``: match, lock and insert cost as the tree grows, and heap bytes per
+token.
 
-Match and insert walk one path, so their cost should depend on path depth, not on how many
-nodes the tree holds; this grows a tree from a thousand to a million nodes and times both at
-each size. Memory is Python heap bytes (tracemalloc) per cached token for a tree built from
-the reference workload, whose sequences hold 5.5M tokens.
+Match, lock and insert walk one path, so their cost should depend on path depth, not on how
+many nodes the tree holds; this grows a tree from a thousand to a million nodes and times
+them at each size (the lock: ``lock`` then ``unlock`` of the node a query matched, as a
+request's admission and finish pin and release its prefix). Memory is Python heap bytes
+(tracemalloc) per cached token for a tree built from the reference workload, whose
+sequences hold 5.5M tokens.
 """
 
 from __future__ import annotations
@@ -20,19 +23,22 @@ from dataclasses import asdict, dataclass
 from typing import TypeVar
 
 from ..cache import CacheConfig, PrefixCache
+from ..core.types import NodeId
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class ScalePoint:
-    """Median microseconds of one match and one insert with ``nodes`` nodes in the tree, and
-    the mean number of nodes on a matched path (what the cost should follow)."""
+    """Median microseconds of one match, one lock + unlock of its node and one insert with
+    ``nodes`` nodes in the tree, and the mean number of nodes on a matched path (what the
+    cost should follow)."""
 
     nodes: int
     match_us: float
     insert_us: float
     path_nodes: float
+    lock_us: float
 
 
 @dataclass(frozen=True)
@@ -94,24 +100,49 @@ def _path_nodes(cache: PrefixCache, seq: list[int]) -> int:
 
 
 def growth(sizes: tuple[int, ...], samples: int = 1000, seed: int = 7,
-           progress: Callable[[int], None] | None = None) -> list[ScalePoint]:
-    """Grow one tree through ``sizes`` (node counts) and time ``samples`` matches of cached
-    sequences and ``samples`` inserts of new ones at each."""
-    cache = PrefixCache(CacheConfig(capacity=64 * max(sizes) + 64 * samples * len(sizes)))
-    grower = _Grower(cache, seed)
+           progress: Callable[[int], None] | None = None, rounds: int = 3) -> list[ScalePoint]:
+    """Grow a tree to each of ``sizes`` (node counts, each from ``seed``: a smaller tree is
+    the early state of a larger one) and time ``samples`` matches of cached sequences and
+    lock + unlock of their nodes on each; the trees take turns for ``rounds`` rounds, so
+    the machine's changing speed falls on every size alike (medians over rounds). Then
+    ``samples`` inserts of new sequences into each."""
+    trees = [_grown(size, samples, seed, progress) for size in sizes]
+    timings: list[tuple[list[float], list[float]]] = [([], []) for _ in trees]
+    for _ in range(rounds):
+        for (cache, _grower, queries, handles), (matches, locks) in zip(trees, timings):
+            matches.append(_median_us(queries, cache.match))
+            locks.append(_median_us(handles, _lock_unlock(cache)))
     points = []
-    for size in sizes:
-        while len(cache.tree.nodes) < size:
-            grower.insert(grower.next_seq())
-        if progress is not None:
-            progress(len(cache.tree.nodes))
-        queries = [grower.rng.choice(grower.seqs) for _ in range(samples)]
-        match_us = _median_us(queries, cache.match)
+    for (cache, grower, queries, _handles), (matches, locks) in zip(trees, timings):
         depth = statistics.mean(_path_nodes(cache, q) for q in queries)
+        nodes = len(cache.tree.nodes)
         fresh = [grower.next_seq() for _ in range(samples)]
-        points.append(ScalePoint(len(cache.tree.nodes), match_us,
-                                 _median_us(fresh, grower.insert), depth))
+        points.append(ScalePoint(nodes, statistics.median(matches),
+                                 _median_us(fresh, grower.insert), depth,
+                                 statistics.median(locks)))
     return points
+
+
+def _lock_unlock(cache: PrefixCache) -> Callable[[NodeId], None]:
+    """Lock then unlock the whole path to a node of ``cache``."""
+    def pin_and_release(node: NodeId) -> None:
+        cache.unlock(cache.lock(node))
+    return pin_and_release
+
+
+def _grown(size: int, samples: int, seed: int, progress: Callable[[int], None] | None
+           ) -> tuple[PrefixCache, _Grower, list[list[int]], list[NodeId]]:
+    """A tree of ``size`` nodes (room for ``samples`` more sequences), its grower, queries
+    of cached sequences and the handles of the nodes they match."""
+    cache = PrefixCache(CacheConfig(capacity=64 * size + 64 * samples))
+    grower = _Grower(cache, seed)
+    while len(cache.tree.nodes) < size:
+        grower.insert(grower.next_seq())
+    if progress is not None:
+        progress(len(cache.tree.nodes))
+    queries = [grower.rng.choice(grower.seqs) for _ in range(samples)]
+    handles = [node for node in (cache.match(q).node for q in queries) if node is not None]
+    return cache, grower, queries, handles
 
 
 def branching_sequences(tokens: int, seed: int = 11) -> list[list[int]]:
@@ -154,12 +185,22 @@ def run_scale(args: argparse.Namespace) -> int:
     def progress(nodes: int) -> None:
         print(f"  tree at {nodes:,} nodes ...", file=sys.stderr, flush=True)
 
-    points = growth(tuple(sorted(args.sizes)), args.samples, progress=progress)
+    points = growth(tuple(sorted(args.sizes)), args.samples, progress=progress,
+                    rounds=args.rounds)
     print(f"{'nodes':>10} {'path nodes':>11} {'match p50 µs':>13} {'µs/path node':>13} "
-          f"{'insert p50 µs':>14}")
+          f"{'lock+unlock p50 µs':>19} {'µs/path node':>13} {'insert p50 µs':>14}")
     for p in points:
+        depth = max(p.path_nodes, 1)
         print(f"{p.nodes:>10,} {p.path_nodes:>11.1f} {p.match_us:>13.1f} "
-              f"{p.match_us / max(p.path_nodes, 1):>13.2f} {p.insert_us:>14.1f}")
+              f"{p.match_us / depth:>13.2f} {p.lock_us:>19.1f} {p.lock_us / depth:>13.2f} "
+              f"{p.insert_us:>14.1f}")
+    if len(points) > 1:
+        first, last = points[0], points[-1]
+        growth_of = [(last_us / last.path_nodes) / (first_us / first.path_nodes)
+                     for first_us, last_us in ((first.match_us, last.match_us),
+                                               (first.lock_us, last.lock_us))]
+        print(f"cost per path node at {last.nodes:,} nodes over {first.nodes:,}: match "
+              f"{growth_of[0]:.2f}x, lock+unlock {growth_of[1]:.2f}x")
     memory = [heap_per_token(page, args.memory_tokens) for page in args.page_size]
     print(f"\n{'page':>5} {'tokens':>11} {'nodes':>8} {'heap MB':>9} {'bytes/token':>12}")
     for item in memory:
