@@ -76,9 +76,9 @@ class SlotPool:
         # Page k is allocated <=> _allocated[k]; a free page is in the ring exactly once.
         self._allocated: BoolArray = np.zeros(self._num_pages, dtype=np.bool_)
         # Diagnostics only (tells a double free from a free of a page never allocated): pages
-        # handed out since the last reset, capped at num_pages. The ring starts ascending and
-        # its tail only ever rewrites positions the head has passed, so page k has been
-        # allocated since the reset exactly when k < _handed_out (see ever_allocated).
+        # handed out since the last reset, counted. The ring starts ascending and its tail
+        # only ever rewrites positions the head has passed, so page k has been allocated
+        # since the reset exactly when k < _handed_out (see ever_allocated).
         self._handed_out = 0
         # Ring buffer of free page ids: _queue[(_head + i) % num_pages] for i < _count.
         self._queue: SlotArray = np.arange(self._num_pages, dtype=np.int64)
@@ -175,8 +175,9 @@ class SlotPool:
         self._head = (self._head + num_pages) % self._num_pages
         self._count -= num_pages
         self._allocated[pages] = True
-        # bench sim: a counter, not a second fancy-indexed store per allocation
-        self._handed_out = min(self._handed_out + num_pages, self._num_pages)
+        # bench sim: a count, not a second fancy-indexed store per allocation (a 1,500-request
+        # round -1.5% machine instructions with the u32 packing, cachegrind)
+        self._handed_out += num_pages
         return pages
 
     def slots_of(self, pages: SlotArray) -> SlotArray:
