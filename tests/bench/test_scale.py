@@ -3,7 +3,7 @@
 from radixkv.bench.scale import branching_sequences, growth, heap_per_token
 
 
-def test_growth_reaches_each_size_and_times_both_operations() -> None:
+def test_growth_reaches_each_size_and_times_match_lock_and_insert() -> None:
     points = growth((200, 800), samples=20, rounds=2)
     assert [p.nodes >= size for p, size in zip(points, (200, 800))] == [True, True]
     assert all(p.match_us > 0 and p.insert_us > 0 and p.lock_us > 0 for p in points)
