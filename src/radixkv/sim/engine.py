@@ -14,9 +14,11 @@ is the same from step to step until a request finishes, memory runs short or a r
 arrives, so the engine jumps over ``k`` such steps at once (the time is a closed-form sum;
 see :class:`DecodeBatch`); decode memory is taken ``decode_reserve`` tokens ahead, one
 ``extend`` per request and stretch. When the cache cannot grow a
-request, the most recently admitted other request is preempted: aborted (its committed
-prompt pages stay cached) and put back at the head of the queue; a request that cannot run
-even alone is rejected.
+request, the running request submitted last is preempted (the one growing, if it is that
+one): aborted (its committed prompt pages stay cached) and put back at the head of the
+queue; a request that cannot run even alone is rejected. Ordering by submission rather than
+by admission keeps a re-admitted request from pushing out an older one, which could repeat
+forever.
 
 With a host tier (``CacheConfig(host=...)``) the cache's copies go through a
 :class:`~radixkv.sim.copies.SimCopyEngine` whose copies take the cost model's
@@ -87,6 +89,7 @@ class SimEngine:
         self.steps = self.preemptions = 0
         self._unprefilled = 0  # prompt tokens of running requests still to prefill
         self._waiting_tokens = 0  # prompt tokens of waiting requests
+        self._submitted = 0  # requests submitted so far (each job's submission number)
 
     # ------------------------------------------------------------------ interface
 
@@ -103,6 +106,7 @@ class SimEngine:
         if not self.busy and self.now < now:
             self.now = now
         job.record.engine = self.index
+        job.submission, self._submitted = self._submitted, self._submitted + 1
         self.waiting.append(job)
         self._waiting_tokens += job.prompt_len
 
@@ -262,7 +266,7 @@ class SimEngine:
 
     def _grow(self, steps: int, done: list[Job]) -> int:
         """Give every decoding job memory for ``steps`` more tokens, preempting the newest
-        other running job while memory is short; return how many decode."""
+        running job while memory is short; return how many decode."""
         batch = self.batch
         hybrid = self.ops.mamba or self.ops.swa
         for job in list(batch.members) if hybrid else batch.due(steps):
@@ -270,14 +274,19 @@ class SimEngine:
                 continue  # preempted for an earlier one
             batch.sync(job)
             while not self.ops.grow(job, steps):
-                victim = next((other for other in reversed(self.running) if other is not job),
-                              None)
-                if victim is None:
+                # the newest by submission, not by (re-)admission: an older request is never
+                # preempted for a newer one, so the oldest always advances (no livelock)
+                victim = max(self.running, key=_submission)
+                if victim is not job:
+                    self._preempt(victim)
+                    continue
+                if len(self.running) > 1:
+                    self._preempt(job)
+                else:
                     self._drop(job)
                     self.ops.abort(job)
                     self._reject(job, done)
-                    break
-                self._preempt(victim)
+                break
             else:
                 if not hybrid:
                     batch.schedule_extension(job)
@@ -331,3 +340,7 @@ class SimEngine:
         stats = self.cache.stats()
         used = [c.pool_capacity - c.pool_available for c in stats.components.values()]
         self.samples.append((self.now, stats.held_by_requests, *used))
+
+
+def _submission(job: Job) -> int:
+    return job.submission

@@ -28,11 +28,12 @@ class Job:
     ``keys``: those of the prompt. ``seen`` and ``seen_any``: what earlier requests had of
     this prompt (this namespace / any), set on arrival. ``base`` and ``generation``: see
     :class:`~radixkv.sim.batch.DecodeBatch`. ``host_hit``: prompt tokens its last
-    admission loads back from the host tier."""
+    admission loads back from the host tier. ``submission``: how many requests its engine
+    took before it (preemption picks the newest)."""
 
     __slots__ = ("base", "computed", "extended", "fed", "generation", "hints", "host_hit", "keys",
                  "lease", "output_len", "prompt_len", "record", "request", "salt", "seen",
-                 "seen_any", "sequence_keys")
+                 "seen_any", "sequence_keys", "submission")
 
     def __init__(self, request: SimRequest, record: RequestRecord, sequence_keys: list[int],
                  page: int, salt: int) -> None:
@@ -43,6 +44,7 @@ class Job:
         self.computed = self.fed = self.extended = self.seen = self.seen_any = 0
         self.host_hit = 0
         self.base = self.generation = 0
+        self.submission = 0
         self.hints: tuple[int, ...] = ()
         self.prompt_len, self.output_len = len(request.prompt), len(request.output)
 
