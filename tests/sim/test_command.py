@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import threading
 import weakref
 from pathlib import Path
 from typing import Any
@@ -56,13 +58,96 @@ def test_sim_sweep_crosses_policies_and_page_sizes(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["sim", "sweep", "--workload", "system", "--param", "groups=2", "prompts=3",
                  "--capacity", "2K", "8K", "--policy", "lru", "fifo", "--page-size", "1", "16",
-                 "--no-plots", "--progress", "--out", str(tmp_path)])
+                 "--no-plots", "--progress", "--jobs", "1", "--out", str(tmp_path)])
     assert code == 0
     captured = capsys.readouterr()
     runs = json.loads((tmp_path / "report.json").read_text())["runs"]
     assert len(runs) == 8
     assert "run 8/8" in captured.err  # the progress bar
     assert "fifo p16 8K" in captured.out
+    assert "8 runs in" in captured.out and "(1 at a time)" in captured.out
+
+
+def _report_without_timing(path: Path) -> dict[str, Any]:
+    """report.json less what depends on the machine (wall time, requests per second)."""
+    report = json.loads(path.read_text())
+    for run in report["runs"]:
+        del run["wall_seconds"], run["requests_per_wall_second"]
+    return report
+
+
+@pytest.mark.parametrize(("trace", "other_thread"), [(False, False), (True, False), (False, True)])
+def test_a_sweep_in_worker_processes_reports_what_one_process_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        trace: bool, other_thread: bool) -> None:
+    source = ["--workload", "chat", "--param", "sessions=6", "turns=3", "user_len=40"]
+    if trace:
+        path = tmp_path / "trace.jsonl"
+        path.write_text("".join(json.dumps(
+            {"timestamp": 50 * i, "input_length": 700, "output_length": 3,
+             "hash_ids": [0, i % 4, 20 + i]}) + "\n" for i in range(15)))
+        source = ["--trace", str(path)]
+    args = ["sim", "sweep", *source, "--capacity", "1K", "4K", "inf",
+            "--policy", "lru", "fifo", "--no-plots"]
+    methods: list[str | None] = []
+    real = multiprocessing.get_context
+    monkeypatch.setattr(multiprocessing, "get_context",
+                        lambda method=None: methods.append(method) or real(method))
+    outputs = {}
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    if other_thread:  # a fork would copy no thread but this one: workers are spawned
+        thread.start()
+    try:
+        for jobs in ("1", "3"):
+            out = tmp_path / f"jobs{jobs}"
+            assert main([*args, "--jobs", jobs, "--out", str(out)]) == 0
+            outputs[jobs] = capsys.readouterr().out
+            assert "6 runs in" in outputs[jobs] and f"({jobs} at a time)" in outputs[jobs]
+    finally:
+        stop.set()
+    if other_thread or "fork" not in multiprocessing.get_all_start_methods():
+        assert methods == ["spawn"]
+    elif threading.active_count() == 1:
+        assert methods == ["fork"]
+    assert _report_without_timing(tmp_path / "jobs1" / "report.json") == \
+        _report_without_timing(tmp_path / "jobs3" / "report.json")
+    labels = [line for line in outputs["3"].splitlines() if line.startswith("== ")]
+    assert labels == [line for line in outputs["1"].splitlines() if line.startswith("== ")]
+    assert len(labels) == 6
+
+
+def test_the_progress_bar_of_worker_processes_counts_every_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "sweep", "--workload", "system", "--param", "groups=2", "prompts=3",
+                 "--capacity", "2K", "8K", "--no-plots", "--progress", "--jobs", "2",
+                 "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "runs 2/2 done" in err and "12/12 requests" in err
+
+
+def test_a_run_that_fails_in_a_worker_fails_the_command_cleanly(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from radixkv.sim import parallel
+
+    real = parallel.simulate
+
+    def simulate(requests: Any, config: Any, progress: Any) -> Any:
+        if config.engine.cache.capacity == 8_000:
+            raise ValueError("no room for this run")
+        return real(requests, config, progress)
+
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        pytest.skip("the pool would spawn its workers: they would not see the patch")
+    monkeypatch.setattr(parallel, "simulate", simulate)
+    code = main(["sim", "sweep", "--workload", "system", "--param", "groups=2", "prompts=3",
+                 "--capacity", "2K", "8K", "--no-plots", "--jobs", "2", "--progress",
+                 "--out", str(tmp_path)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "\nradixkv sim: error: no room for this run" in err
+    assert not (tmp_path / "report.json").exists()
 
 
 def test_bad_workload_parameters_fail_cleanly(capsys: pytest.CaptureFixture[str]) -> None:

@@ -102,6 +102,9 @@ def _setup_options(parser: argparse.ArgumentParser, default_capacity: list[str],
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     out.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar on stderr (none: only on a terminal)")
+    out.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                     help="runs at once, each in its own process (default: one per CPU this "
+                     "process may use; 1: one after another in this process)")
 
 
 def add_speed(parser: argparse.ArgumentParser) -> None:

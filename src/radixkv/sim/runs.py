@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import time
 from pathlib import Path
 from typing import Any
 
-from .cluster import simulate
 from .command import parse_params
+from .parallel import PlannedRun, default_jobs, run_plan
 from .progress import ProgressBar
-from .report import records_table, summarize, ttft_values
 from .requests import SimRequest
 from .setup import Shape, parse_capacity
 from .summary import render, render_table
@@ -93,23 +93,23 @@ def execute(args: argparse.Namespace) -> int:
     capacities = [parse_capacity(text) for text in args.capacity]
     setups = shapes(args)
     varying = _varying(setups)
-    plan = [(shape, capacity) for shape in setups for capacity in capacities]
-    bar = ProgressBar(args.progress)
+    plan = [PlannedRun(shape, capacity, label(shape, capacity, varying))
+            for shape in setups for capacity in capacities]
+    jobs = default_jobs() if args.jobs is None else args.jobs
     reports, ttfts, rows = [], [], {}
     print(f"{name}: {len(requests)} requests, "
           f"{sum(len(r.prompt) for r in requests):,} prompt tokens", flush=True)
-    for number, (shape, capacity) in enumerate(plan, 1):
-        bar.prefix = f"run {number}/{len(plan)}"
-        result = simulate(requests, shape.config(capacity, requests), bar.update)
-        bar.close()
-        name_of_run = label(shape, capacity, varying)
-        report = summarize(result, name_of_run)
-        reports.append(report)
-        ttfts.append((name_of_run, ttft_values(result)))
-        rows[name_of_run] = records_table(result.records)
-        print(render(report), flush=True)
+    started = time.perf_counter()
+    for run, output in run_plan(requests, plan, jobs, ProgressBar(args.progress)):
+        reports.append(output.report)
+        ttfts.append((run.label, output.ttft))
+        rows[run.label] = output.rows
+        print(render(output.report), flush=True)
     if len(reports) > 1:
         print(render_table(reports))
+        workers = min(jobs, len(plan))
+        print(f"{len(plan)} runs in {time.perf_counter() - started:.1f} s of wall time "
+              f"({workers} at a time)")
     _write(args.out, name, reports, rows, ttfts, plots=not args.no_plots)
     return 0
 

@@ -1,0 +1,118 @@
+"""The runs of ``radixkv sim``, one process each up to ``--jobs`` at a time.
+
+Every run builds its own engines and cache from the same requests, so runs are independent
+and a sweep is embarrassingly parallel. With one job (or one run) the runs go in this
+process, one after another, with a progress bar per run. With more, a pool of worker
+processes runs them: each worker gets the requests once (inherited, with no copy, where the
+platform forks and this process runs no other thread; otherwise pickled once per worker),
+simulates the runs it is handed and sends back only what the report needs (the summary, the
+TTFT values and the per-request table). Results come back in plan order, so the printed
+summaries and the report are what one job gives; a progress bar counts the requests of
+every run. Each worker holds one simulation (one cache) at a time.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .cluster import Progress, simulate
+from .progress import ProgressBar
+from .report import records_table, summarize, ttft_values
+from .requests import SimRequest
+from .setup import Shape
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a plan: a setup, its FULL capacity (``None``: unbounded), its label."""
+
+    shape: Shape
+    capacity: int | None
+    label: str
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """What the report keeps of a run: its summary, TTFT values and per-request rows."""
+
+    report: dict[str, Any]
+    ttft: list[float]
+    rows: list[dict[str, Any]]
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def run_plan(requests: list[SimRequest], plan: Sequence[PlannedRun], jobs: int,
+             bar: ProgressBar) -> Iterator[tuple[PlannedRun, RunOutput]]:
+    """Simulate every run of ``plan``; yield each with its output, in plan order. ``jobs``:
+    at most this many runs at once (each in its own process when more than one). Stopping
+    early (closing the iterator) stops the worker processes."""
+    try:
+        if jobs <= 1 or len(plan) <= 1:
+            for number, run in enumerate(plan, 1):
+                bar.prefix = f"run {number}/{len(plan)}"
+                output = _simulate(requests, run, bar.update)
+                bar.close()
+                yield run, output
+        else:
+            outputs = _in_pool(requests, plan, min(jobs, len(plan)), bar)
+            yield from zip(plan, outputs, strict=True)
+    finally:
+        bar.close()  # an error message starts on a line of its own
+
+
+def _simulate(requests: list[SimRequest], run: PlannedRun,
+              progress: Progress | None) -> RunOutput:
+    result = simulate(requests, run.shape.config(run.capacity, requests), progress)
+    return RunOutput(summarize(result, run.label), ttft_values(result),
+                     records_table(result.records))
+
+
+def _in_pool(requests: list[SimRequest], plan: Sequence[PlannedRun], jobs: int,
+             bar: ProgressBar) -> Iterator[RunOutput]:
+    """Run the plan in ``jobs`` worker processes; redraw the bar while waiting."""
+    fork = "fork" in multiprocessing.get_all_start_methods() \
+        and threading.active_count() == 1  # a fork copies no other thread (nor its locks)
+    context = multiprocessing.get_context("fork" if fork else "spawn")
+    done = context.Array("q", len(plan), lock=False)  # requests finished, per run
+    total = len(requests) * len(plan)
+    bar.prefix = f"runs 0/{len(plan)} done"
+    with context.Pool(jobs, _start_worker, (requests, list(plan), done)) as pool:
+        outputs = pool.imap(_run_in_worker, range(len(plan)))
+        for finished in range(1, len(plan) + 1):
+            while True:
+                try:
+                    output: RunOutput = outputs.next(timeout=0.1)
+                    break
+                except multiprocessing.TimeoutError:
+                    bar.update(sum(done), total)
+            done[finished - 1] = len(requests)  # outputs come in plan order
+            bar.prefix = f"runs {finished}/{len(plan)} done"
+            bar.update(sum(done), total)
+            yield output
+
+
+_worker: dict[str, Any] = {}
+"""A worker process's requests, plan and progress counters (set once, at its start)."""
+
+
+def _start_worker(requests: list[SimRequest], plan: list[PlannedRun], done: Any) -> None:
+    _worker.update(requests=requests, plan=plan, done=done)
+
+
+def _run_in_worker(index: int) -> RunOutput:
+    done = _worker["done"]
+
+    def progress(finished: int, total: int) -> None:
+        done[index] = finished
+
+    return _simulate(_worker["requests"], _worker["plan"][index], progress)
