@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 import types
 
 import pytest
@@ -50,3 +53,29 @@ def test_python_dash_m_runs_the_cli() -> None:
     )
     assert result.returncode == 2
     assert "usage: radixkv" in result.stderr
+
+
+def test_ctrl_c_during_a_parallel_sweep_stops_it_with_one_line_and_no_worker_left() -> None:
+    # as a terminal's Ctrl-C: SIGINT to the whole process group, the workers included
+    run = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "from radixkv.cli import main; sys.exit(main(sys.argv[1:]))")
+    sweep = subprocess.Popen(
+        [sys.executable, "-c", run, "sim", "sweep", "--workload", "chat", "--param",
+         "sessions=5000", "--capacity", "20K", "50K", "--no-plots", "--jobs", "2",
+         "--out", "/nonexistent/never-written"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert sweep.stdout is not None
+    assert "requests" in sweep.stdout.readline()  # the runs start next
+    time.sleep(1.0)
+    os.killpg(sweep.pid, signal.SIGINT)
+    _, err = sweep.communicate(timeout=60)
+    assert sweep.returncode == 130
+    assert err.strip().endswith("radixkv sim: interrupted") and "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(sweep.pid, 0)  # a worker left in the group?
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    pytest.fail("a worker process outlived the interrupted sweep")

@@ -18,6 +18,7 @@ from typing import NoReturn
 __all__ = ["main", "parse_verify"]
 
 _EXIT_USAGE = 2
+_EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by SIGINT
 
 
 class _UsageError(Exception):
@@ -230,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (``sys.argv[1:]`` when ``None``); return the exit code.
 
     No subcommand, an unknown one or a bad option prints the help to stderr and returns 2.
-    ``--help`` prints the help to stdout and returns 0. Never calls ``sys.exit`` itself.
+    ``--help`` prints the help to stdout and returns 0. Ctrl-C during a command prints one
+    line to stderr and returns 130. Never calls ``sys.exit`` itself.
     """
     parser = _build_parser()
     try:
@@ -242,6 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help: argparse printed the help and asked to exit
         return exc.code if isinstance(exc.code, int) else 0
 
+    try:
+        return _dispatch(parser, args)
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (worker processes stop too)
+        print(f"\nradixkv {args.command}: interrupted", file=sys.stderr)
+        return _EXIT_INTERRUPTED
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "demo":
         return _run_demo()
     if args.command == "verify":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,8 @@ _worker: dict[str, Any] = {}
 
 
 def _start_worker(requests: list[SimRequest], plan: list[PlannedRun], done: Any) -> None:
+    # Ctrl-C reaches the whole process group: this process stops the workers, one line
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker.update(requests=requests, plan=plan, done=done)
 
 
