@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 
 from radixkv import CacheConfig
 from radixkv.sim.cluster import SimConfig, SimResult, simulate
 from radixkv.sim.costs import CostModel
-from radixkv.sim.engine import EngineConfig
+from radixkv.sim.engine import EngineConfig, SimEngine
 from radixkv.sim.requests import SimRequest
 
 UNIT_COST = CostModel("unit", full_layers=1, overhead=1.0, weights=0.0, linear=0.0,
@@ -45,3 +48,19 @@ def run(requests: Sequence[SimRequest], *, capacity: int = 4096, page_size: int 
 
 def hits(result: SimResult) -> list[int]:
     return [record.hit for record in result.records]
+
+
+@contextmanager
+def bounded_steps(limit: int) -> Iterator[None]:
+    """Fail, instead of hanging, when the engines take ``limit`` steps in all."""
+    steps = 0
+    step = SimEngine.step
+
+    def bounded(self: SimEngine, horizon: float) -> list[Any]:
+        nonlocal steps
+        steps += 1
+        assert steps < limit, "the engine does not progress"
+        return step(self, horizon)
+
+    with patch.object(SimEngine, "step", bounded):
+        yield

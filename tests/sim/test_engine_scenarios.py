@@ -7,7 +7,6 @@ of its first n - 1 tokens."""
 from __future__ import annotations
 
 import gc
-from typing import Any
 
 import numpy as np
 import pytest
@@ -15,10 +14,10 @@ import pytest
 from radixkv import CacheConfig
 from radixkv.errors import InvalidNamespaceError
 from radixkv.sim.cluster import SimConfig, simulate
-from radixkv.sim.engine import EngineConfig, SimEngine
+from radixkv.sim.engine import EngineConfig
 from radixkv.sim.records import REASONS
 
-from .support import UNIT_COST, hits, request, run, tokens
+from .support import UNIT_COST, bounded_steps, hits, request, run, tokens
 
 A, B, C = tokens(0, 16), tokens(100, 8), tokens(200, 8)
 
@@ -85,27 +84,17 @@ def test_memory_pressure_preempts_the_newest_request_and_both_finish() -> None:
     assert result.engines[0].preemptions == 2
 
 
-def test_a_request_never_preempts_an_older_one_so_two_that_cannot_share_both_finish(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_older_of_two_that_cannot_share_is_never_preempted_and_both_finish() -> None:
     # 24 slots; two 8-token prompts, 8 output tokens, memory taken 8 tokens ahead. r0 is
     # admitted at 0, first token at 1, and holds 16 slots (8 + 7 fed) until it finishes at
     # 8. r1 arrives at 3: its prompt fits the last 8 slots (first token at 4) but its
     # answer does not, so r1 itself is preempted, not the older r0. r1 waits until r0 is
     # done, reuses its first page (4 tokens), prefills the rest (8 → 9) and decodes 7 steps.
     # Choosing the victim by admission order instead made them preempt each other forever.
-    steps = 0
-    step = SimEngine.step
-
-    def bounded(self: SimEngine, horizon: float) -> list[Any]:
-        nonlocal steps
-        steps += 1
-        assert steps < 1000, "the engine does not progress"
-        return step(self, horizon)
-
-    monkeypatch.setattr(SimEngine, "step", bounded)
     workload = [request(0, 0.0, tokens(0, 8), output=8),
                 request(1, 3.0, tokens(300, 8), output=8)]
-    result = run(workload, capacity=24, decode_reserve=8)
+    with bounded_steps(1000):
+        result = run(workload, capacity=24, decode_reserve=8)
     older, newer = result.records
     assert (older.preemptions, older.first_token, older.finished) == (0, 1.0, 8.0)
     assert (newer.preemptions, newer.first_token, newer.finished) == (1, 4.0, 16.0)

@@ -3,17 +3,13 @@ audits clean, and every prompt token is accounted for exactly once."""
 
 from __future__ import annotations
 
-from typing import Any
-from unittest.mock import patch
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from radixkv.sim.costs import PRESETS
-from radixkv.sim.engine import SimEngine
 from radixkv.sim.workloads import make_workload
 
-from .support import request, run, tokens
+from .support import bounded_steps, request, run, tokens
 
 CACHES = [{}, {"components": ("full", "swa"), "sliding_window": 12},
           {"components": ("full", "mamba"), "mamba_track_interval": 8, "mamba_states": 24}]
@@ -68,16 +64,7 @@ def test_requests_that_cannot_share_memory_still_all_end(
     # order, the engine progresses (the oldest request never waits on a newer one)
     requests = [request(rid, arrival, tokens(100 * rid, prompt), output=output)
                 for rid, (prompt, output, arrival) in enumerate(lengths)]
-    steps = 0
-    step = SimEngine.step
-
-    def bounded(self: SimEngine, horizon: float) -> list[Any]:
-        nonlocal steps
-        steps += 1
-        assert steps < 5_000, "the engine does not progress"
-        return step(self, horizon)
-
-    with patch.object(SimEngine, "step", bounded):
+    with bounded_steps(5_000):
         result = run(requests, capacity=4 * pages, decode_reserve=reserve,
                      max_batch_tokens=budget, cache=cache, events=len(cache) > 0)
     for record in result.records:
