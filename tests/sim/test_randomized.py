@@ -3,13 +3,17 @@ audits clean, and every prompt token is accounted for exactly once."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from radixkv.sim.costs import PRESETS
 from radixkv.sim.workloads import make_workload
+from radixkv.tiers import HostTier
 
-from .support import bounded_steps, request, run, tokens
+from .support import UNIT_COST, bounded_steps, request, run, tokens
 
 CACHES = [{}, {"components": ("full", "swa"), "sliding_window": 12},
           {"components": ("full", "mamba"), "mamba_track_interval": 8, "mamba_states": 24}]
@@ -49,30 +53,36 @@ def test_every_request_ends_and_every_token_is_accounted_for(
         assert total == sum(r.hit for r in result.records)
 
 TIGHT_CACHES = [{}, {"components": ("full", "swa"), "sliding_window": 8},
-                {"components": ("full", "mamba"), "mamba_track_interval": 4, "mamba_states": 6}]
+                {"components": ("full", "mamba"), "mamba_track_interval": 4, "mamba_states": 6},
+                {"host": HostTier(capacity=32, write_policy="write_back")}]
+SLOW_COPIES = replace(UNIT_COST, host_bandwidth=4.0)
+"""One second a step, four tokens a second each way to and from the host."""
 
 
-@settings(max_examples=90, deadline=None, derandomize=True)
+@pytest.mark.parametrize("cache", TIGHT_CACHES, ids=["full", "full+swa", "full+mamba", "host"])
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(lengths=st.lists(st.tuples(st.integers(1, 20), st.integers(1, 24),
-                                  st.floats(0.0, 4.0)), min_size=2, max_size=5),
+                                  st.floats(0.0, 30.0), st.booleans()), min_size=2, max_size=5),
        pages=st.integers(2, 12), reserve=st.sampled_from([1, 4, 8]),
-       budget=st.sampled_from([4, 64]), cache=st.sampled_from(TIGHT_CACHES))
+       budget=st.sampled_from([4, 64]))
 def test_requests_that_cannot_share_memory_still_all_end(
-        lengths: list[tuple[int, int, float]], pages: int, reserve: int,
+        lengths: list[tuple[int, int, float, bool]], pages: int, reserve: int,
         budget: int, cache: dict[str, object]) -> None:
     # memory near one request's size: requests preempt and come back; whatever the
-    # order, the engine progresses (the oldest request never waits on a newer one)
-    requests = [request(rid, arrival, tokens(100 * rid, prompt), output=output)
-                for rid, (prompt, output, arrival) in enumerate(lengths)]
+    # order, the engine progresses (the oldest request never waits on a newer one). Some
+    # prompts share a prefix (hits, and load-backs from the host tier)
+    requests = [request(rid, arrival, tokens(0 if shared else 100 * rid, prompt), output=output)
+                for rid, (prompt, output, arrival, shared) in enumerate(lengths)]
     with bounded_steps(5_000):
         result = run(requests, capacity=4 * pages, decode_reserve=reserve,
-                     max_batch_tokens=budget, cache=cache, events=len(cache) > 0)
+                     max_batch_tokens=budget, cache=cache, cost=SLOW_COPIES,
+                     events="components" in cache)
     for record in result.records:
         assert record.finished is not None
         # rejected exactly when it cannot fit alone: its prompt and the answer tokens fed
         # back take more pages than the cache has
         pages_alone = -(-(record.prompt_len + record.output_len - 1) // 4)
-        if not cache:  # (a window or a state budget changes what fits alone)
+        if "components" not in cache:  # (a window or a state budget changes what fits)
             assert record.rejected == (pages_alone > pages)
         else:
             assert record.rejected or pages_alone <= pages
