@@ -52,13 +52,42 @@ def test_token_lists_limit_and_time_scale(tmp_path: Path) -> None:
     assert len(requests[1].output) == 1
 
 
-@pytest.mark.parametrize("record", [
-    {"input_length": 2000, "hash_ids": [1]},
-    {"tokens": []},
-    {"tokens": [-1]},
-    {"timestamp": 0},
+@pytest.mark.parametrize(("record", "why"), [
+    ({"input_length": 2000, "hash_ids": [1]}, "1 hash ids cannot cover 2000 tokens"),
+    ({"hash_ids": [1]}, "missing field 'input_length'"),
+    ({"input_length": 5.5, "hash_ids": [1]}, "input_length must be an int >= 0, got 5.5"),
+    ({"input_length": 4, "hash_ids": [1.5]}, "hash_ids must be a list of ints"),
+    ({"input_length": 4, "hash_ids": [-3]}, "hash_ids must be >= 0"),
+    ({"tokens": []}, "non-empty"),
+    ({"tokens": [-1]}, "tokens must be >= 0"),
+    ({"tokens": [1.5, 2]}, "tokens must be a list of ints"),  # not truncated to 1
+    ({"tokens": [True]}, "tokens must be a list of ints"),
+    ({"tokens": [2**64 - 1]}, "below 2\\*\\*63"),
+    ({"tokens": [[1, 2], [3]]}, "flat list"),
+    ({"tokens": "abc"}, "got str"),
+    ({"tokens": [1], "timestamp": -5}, "timestamp must be a finite number"),
+    ({"tokens": [1], "timestamp": "soon"}, "timestamp must be a finite number"),
+    ({"tokens": [1], "output_length": -1}, "output_length must be an int >= 0"),
+    ({"timestamp": 0}, "needs hash_ids .with input_length. or tokens"),
+    ([1, 2], "expected a JSON object, got list"),
 ])
-def test_a_malformed_line_is_named(tmp_path: Path, record: dict[str, object]) -> None:
-    trace = write(tmp_path / "t.jsonl", [{"tokens": [1]}, record])
-    with pytest.raises(ValueError, match=r"t\.jsonl:2"):
+def test_a_malformed_line_is_named_with_what_is_wrong(
+        tmp_path: Path, record: object, why: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"tokens": [1]}) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(ValueError, match=r"t\.jsonl:2: bad trace record: .*" + why):
+        load_trace(trace)
+
+
+def test_a_line_that_is_not_json_and_a_file_with_no_request_are_refused(
+        tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"tokens": [1]}\n{"timestamp": NaN, "tokens": [1]}\nnot json\n')
+    with pytest.raises(ValueError, match=r"t\.jsonl:2: .*timestamp must be a finite"):
+        load_trace(trace)  # NaN: Python's json reads it, a time cannot be it
+    trace.write_text('{"tokens": [1]}\nnot json\n')
+    with pytest.raises(ValueError, match=r"t\.jsonl:2: not JSON \(Expecting value\)"):
+        load_trace(trace)
+    trace.write_text("\n\n")
+    with pytest.raises(ValueError, match="no requests in this trace"):
         load_trace(trace)

@@ -17,6 +17,7 @@ Two line formats, told apart per line:
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,8 @@ class TraceConfig:
 
 
 def load_trace(path: str | Path, config: TraceConfig | None = None) -> list[SimRequest]:
-    """Read a trace file; raise ``ValueError`` naming the line of a malformed record."""
+    """Read a trace file; raise ``ValueError`` naming the line of a malformed record (and
+    for a file with no request)."""
     config = config or TraceConfig()
     rng = np.random.default_rng(config.seed)
     requests: list[SimRequest] = []
@@ -48,29 +50,73 @@ def load_trace(path: str | Path, config: TraceConfig | None = None) -> list[SimR
             if not line.strip():
                 continue
             try:
-                requests.append(_parse(json.loads(line), len(requests), config, rng))
-            except (KeyError, TypeError, ValueError) as exc:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            try:
+                requests.append(_parse(record, len(requests), config, rng))
+            except (TypeError, ValueError) as exc:
                 raise ValueError(f"{path}:{number}: bad trace record: {exc}") from None
+    if not requests:
+        raise ValueError(f"{path}: no requests in this trace")
     return requests
 
 
-def _parse(record: dict[str, object], rid: int, config: TraceConfig,
+def _parse(record: object, rid: int, config: TraceConfig,
            rng: np.random.Generator) -> SimRequest:
-    arrival = float(record.get("timestamp", 0.0)) / 1000.0 * config.time_scale  # type: ignore[arg-type]
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    arrival = _timestamp(record) / 1000.0 * config.time_scale
+    output = max(1, _count(record, "output_length", 1))
     if "hash_ids" in record:
-        length = int(record["input_length"])  # type: ignore[call-overload]
-        ids = np.asarray(record["hash_ids"], dtype=np.int64)
+        length = _count(record, "input_length")
+        ids = _ids(record["hash_ids"], "hash_ids")
         if len(ids) * config.block < length:
             raise ValueError(f"{len(ids)} hash ids cannot cover {length} tokens")
-        if ids.size and ids.min() < 0:
-            raise ValueError("hash ids must be >= 0")
-        output = max(1, int(record.get("output_length", 1)))  # type: ignore[call-overload]
         return SimRequest(rid, arrival, block_tokens(ids, config.block, length),
                           random_tokens(rng, output), cache_output=False)
-    tokens = np.asarray(record["tokens"], dtype=np.int64)
-    if tokens.ndim != 1 or tokens.size == 0 or tokens.min() < 0 or tokens.max() >= 1 << 32:
+    if "tokens" not in record:
+        raise ValueError("a record needs hash_ids (with input_length) or tokens")
+    tokens = _ids(record["tokens"], "tokens")
+    if tokens.size == 0 or tokens.max() >= 1 << 32:
         raise ValueError("tokens must be a non-empty list of ints in [0, 2**32)")
-    output = max(1, int(record.get("output_length", 1)))  # type: ignore[call-overload]
     namespace = record.get("namespace")
     return SimRequest(rid, arrival, tokens.astype(np.uint32), random_tokens(rng, output),
                       namespace=None if namespace is None else (str(namespace), None))
+
+
+def _timestamp(record: dict[str, object]) -> float:
+    """``timestamp`` (ms, default 0): a finite number >= 0."""
+    value = record.get("timestamp", 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
+        raise ValueError(f"timestamp must be a finite number of ms >= 0, got {value!r}")
+    return float(value)
+
+
+def _count(record: dict[str, object], name: str, default: int | None = None) -> int:
+    """Field ``name``: an int >= 0 (``default`` where absent; required without one)."""
+    value = record.get(name, default)
+    if value is None:
+        raise ValueError(f"missing field {name!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return value
+
+
+def _ids(value: object, name: str) -> np.ndarray:
+    """A JSON list of ints >= 0 as an ``int64`` array (no float, bool or string slips in)."""
+    if not isinstance(value, list):
+        raise ValueError(f"{name} must be a list of ints, got {type(value).__name__}")
+    if not value:
+        return np.empty(0, dtype=np.int64)
+    try:
+        ids = np.asarray(value)
+    except ValueError:  # ragged: lists inside the list
+        raise ValueError(f"{name} must be a flat list of ints") from None
+    # JSON ints come as int64; floats, bools, strings and ints past int64 do not
+    if ids.ndim != 1 or ids.dtype != np.int64:
+        raise ValueError(f"{name} must be a list of ints below 2**63")
+    if ids.min() < 0:
+        raise ValueError(f"{name} must be >= 0")
+    return ids
