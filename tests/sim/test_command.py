@@ -153,6 +153,8 @@ def test_a_run_that_fails_in_a_worker_fails_the_command_cleanly(
 def test_bad_workload_parameters_fail_cleanly(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "run", "--param", "nonsense=1", "--no-plots"]) == 1
     assert "no parameter" in capsys.readouterr().err
+    assert main(["sim", "run", "--param", "sessions=2.5", "--no-plots"]) == 1
+    assert "sessions must be an int >= 1, got 2.5" in capsys.readouterr().err
 
 
 def test_sim_without_a_command_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,6 +177,13 @@ def test_bench_sim_reports_requests_per_second(
     result = json.loads(out.read_text())
     assert result["requests"] == 40 and len(result["rounds"]) == 2
     assert result["median_requests_per_s"] > 0
+
+
+def test_bench_sim_refuses_a_bad_capacity_or_count(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "sim", "--capacity", "0"]) == 1
+    assert "radixkv bench sim: error: capacity must be" in capsys.readouterr().err
+    assert main(["bench", "sim", "--sessions", "0"]) == 2
+    assert "argument --sessions: invalid int >= 1 value: '0'" in capsys.readouterr().err
 
 
 def test_bench_sim_starts_each_round_with_the_previous_result_collected(

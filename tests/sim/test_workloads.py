@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -73,3 +74,28 @@ def test_unknown_workloads_and_parameters_are_refused() -> None:
         make_workload("nope")
     with pytest.raises(ValueError, match="no parameter"):
         make_workload("chat", turnz=3)
+
+
+@pytest.mark.parametrize(("name", "params", "why"), [
+    ("chat", {"sessions": 0}, "sessions must be an int >= 1, got 0"),
+    ("chat", {"turns": 2.5}, "turns must be an int >= 1, got 2.5"),
+    ("chat", {"user_len": "long"}, "user_len must be a number, got 'long'"),
+    ("chat", {"think": -1}, "think must be a finite number >= 0, got -1"),
+    ("chat", {"rate": float("nan")}, "rate must be a finite number >= 0, got nan"),
+    ("chat", {"jitter": 1.5}, "jitter must be between 0 and 1"),
+    ("chat", {"seed": True}, "seed must be a number, got True"),
+    ("system", {"skew": float("inf")}, "skew must be a finite number >= 0"),
+    ("system", {"tenants": 0}, "tenants must be an int >= 1"),
+    ("fewshot", {"shots": -2}, "shots must be an int >= 1"),
+    ("agent", {"output_len": 0}, "output_len must be an int >= 1"),
+])
+def test_a_bad_workload_parameter_is_refused_by_name(
+        name: str, params: dict[str, object], why: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(why)):
+        make_workload(name, **params)
+
+
+def test_zero_is_a_valid_seed_system_prompt_length_and_rate() -> None:
+    chats = make_workload("chat", sessions=2, turns=1, system_len=0, rate=0, seed=0)
+    assert [r.arrival for r in chats] == [0.0, 0.0]  # rate 0: all at 0
+    assert len(chats[0].prompt) == 256  # the message alone: no system prompt

@@ -109,13 +109,13 @@ def _setup_options(parser: argparse.ArgumentParser, default_capacity: list[str],
 
 def add_speed(parser: argparse.ArgumentParser) -> None:
     """The options of ``radixkv bench sim`` (run by :mod:`radixkv.sim.speed`)."""
-    parser.add_argument("--sessions", type=int, default=1000, help="chats")
-    parser.add_argument("--turns", type=int, default=5, help="turns per chat")
-    parser.add_argument("--user-len", type=int, default=128, help="tokens per message")
-    parser.add_argument("--output-len", type=int, default=128, help="tokens per answer")
+    parser.add_argument("--sessions", type=_positive, default=1000, help="chats")
+    parser.add_argument("--turns", type=_positive, default=5, help="turns per chat")
+    parser.add_argument("--user-len", type=_positive, default=128, help="tokens per message")
+    parser.add_argument("--output-len", type=_positive, default=128, help="tokens per answer")
     parser.add_argument("--capacity", default="1M", help="FULL KV capacity (tokens)")
-    parser.add_argument("--page-size", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--page-size", type=_positive, default=16)
+    parser.add_argument("--rounds", type=_positive, default=3)
     parser.add_argument("--json", default=None, metavar="PATH", help="write the result")
 
 

@@ -14,6 +14,7 @@ import argparse
 import gc
 import json
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -23,10 +24,15 @@ from .workloads import make_workload
 
 
 def run_speed(args: argparse.Namespace) -> int:
+    try:
+        capacity = parse_capacity(args.capacity)
+    except ValueError as exc:
+        print(f"radixkv bench sim: error: {exc}", file=sys.stderr)
+        return 1
     requests = make_workload("chat", sessions=args.sessions, turns=args.turns,
                              system_len=256, user_len=args.user_len,
                              output_len=args.output_len, rate=10.0, think=5.0)
-    config = Shape(page_size=args.page_size).config(parse_capacity(args.capacity), requests)
+    config = Shape(page_size=args.page_size).config(capacity, requests)
     prompt = sum(len(r.prompt) for r in requests)
     print(f"chat: {len(requests)} requests, {prompt / len(requests):.0f} prompt tokens "
           f"each on average, FULL cache of {config.engine.cache.capacity:,} tokens, "

@@ -7,6 +7,7 @@ hand-computed tests use). Arrivals are Poisson with ``rate`` per second (``0``: 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -15,12 +16,38 @@ import numpy as np
 
 from .requests import SimRequest, random_tokens
 
+_MAY_BE_ZERO = frozenset({"seed", "system_len"})
+"""Int parameters that may be 0 (a chat's ``system_len``: no system prompt); the other
+counts and lengths are at least 1."""
+
 
 @dataclass(frozen=True)
 class Common:
+    """Every workload's parameters are checked on construction: ints (counts, lengths, the
+    seed) are ints, >= 1 except those in :data:`_MAY_BE_ZERO`; floats (rates, times, skew)
+    are finite and >= 0, ``jitter`` at most 1. Raises ``ValueError`` naming the first bad
+    parameter."""
+
     seed: int = 0
     rate: float = 2.0
     jitter: float = 0.0
+
+    def __post_init__(self) -> None:
+        for spec in fields(self):
+            _check_parameter(spec.name, spec.type, getattr(self, spec.name))
+        if self.jitter > 1:
+            raise ValueError(f"jitter must be between 0 and 1, got {self.jitter!r}")
+
+
+def _check_parameter(name: str, kind: object, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if kind in (int, "int"):
+        least = 0 if name in _MAY_BE_ZERO else 1
+        if not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+    elif not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
 @dataclass(frozen=True)
