@@ -20,8 +20,9 @@ def test_capacities_parse_with_units_and_inf() -> None:
     assert parse_capacity("2.5K") == 2500
     assert parse_capacity("300") == 300
     assert parse_capacity("inf") is None
-    with pytest.raises(ValueError):
-        parse_capacity("0")
+    for bad in ("0", "abc", "2.5", "1e400", "-1K", "nanM"):
+        with pytest.raises(ValueError, match="capacity must be a positive whole number"):
+            parse_capacity(bad)
 
 
 def test_sim_run_prints_a_summary_and_writes_report_and_plots(
@@ -155,6 +156,28 @@ def test_bad_workload_parameters_fail_cleanly(capsys: pytest.CaptureFixture[str]
     assert "no parameter" in capsys.readouterr().err
     assert main(["sim", "run", "--param", "sessions=2.5", "--no-plots"]) == 1
     assert "sessions must be an int >= 1, got 2.5" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("options", "why"), [
+    (["--preset", "nope"], "unknown preset 'nope'; choose from 8b-h100"),
+    (["--capacity", "1M", "abc"], "capacity must be a positive whole number of tokens"),
+    (["--capacity", "1e400"], "got '1e400'"),
+    (["--policy", "lru", "nope"], "unknown eviction policy 'nope'"),  # the second setup
+    (["--trace", "TRACE", "--time-scale", "0"], "time_scale must be a finite number > 0"),
+    (["--out", "FILE/sub"], "Not a directory"),
+])
+def test_a_bad_setup_fails_before_any_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          options: list[str], why: str) -> None:
+    trace, blocker = tmp_path / "t.jsonl", tmp_path / "file"
+    trace.write_text(json.dumps({"tokens": [1, 2, 3]}) + "\n")
+    blocker.write_text("")
+    options = [o.replace("TRACE", str(trace)).replace("FILE", str(blocker)) for o in options]
+    out = [] if "--out" in options else ["--out", str(tmp_path / "out")]
+    assert main(["sim", "sweep", "--workload", "chat", "--param", "sessions=2", "turns=2",
+                 "--no-plots", *out, *options]) == 1
+    captured = capsys.readouterr()
+    assert why in captured.err
+    assert "== " not in captured.out  # no run had started
 
 
 def test_sim_without_a_command_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:

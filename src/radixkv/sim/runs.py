@@ -95,6 +95,9 @@ def execute(args: argparse.Namespace) -> int:
     varying = _varying(setups)
     plan = [PlannedRun(shape, capacity, label(shape, capacity, varying))
             for shape in setups for capacity in capacities]
+    for run in plan:  # every setup is checked before the first run starts
+        run.shape.config(run.capacity, requests)
+    args.out.mkdir(parents=True, exist_ok=True)
     jobs = default_jobs() if args.jobs is None else args.jobs
     reports, ttfts, rows = [], [], {}
     print(f"{name}: {len(requests)} requests, "

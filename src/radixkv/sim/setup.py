@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from .. import CacheConfig
@@ -21,9 +22,13 @@ def parse_capacity(text: str) -> int | None:
     if text.lower() in ("inf", "unbounded"):
         return None
     unit = UNITS.get(text[-1:].upper())
-    value = float(text[:-1]) * unit if unit else float(text)
-    if value <= 0 or value != int(value):
-        raise ValueError(f"capacity must be a positive whole number of tokens, got {text!r}")
+    try:
+        value = float(text[:-1]) * unit if unit else float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value != int(value):
+        raise ValueError(f"capacity must be a positive whole number of tokens (e.g. 300K, "
+                         f"1M, 4096, inf), got {text!r}")
     return int(value)
 
 
@@ -54,7 +59,11 @@ class Shape:
 
     def cost(self) -> CostModel:
         window = self.window if "swa" in self.components else None
-        return PRESETS[self.preset].with_layers(self.components, window)
+        preset = PRESETS.get(self.preset)
+        if preset is None:
+            raise ValueError(f"unknown preset {self.preset!r}; choose from "
+                             f"{', '.join(PRESETS)}")
+        return preset.with_layers(self.components, window)
 
     def config(self, capacity: int | None, requests: list[SimRequest]) -> SimConfig:
         """The simulator configuration at ``capacity`` FULL tokens (``None``: unbounded)."""

@@ -36,6 +36,14 @@ class TraceConfig:
     block: int = 512
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.time_scale) and self.time_scale > 0):
+            raise ValueError(f"time_scale must be a finite number > 0, got {self.time_scale!r}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be >= 1, got {self.limit!r}")
+        if self.block < 1:
+            raise ValueError(f"block must be >= 1, got {self.block!r}")
+
 
 def load_trace(path: str | Path, config: TraceConfig | None = None) -> list[SimRequest]:
     """Read a trace file; raise ``ValueError`` naming the line of a malformed record (and
