@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,30 @@ def test_ctrl_c_during_a_parallel_sweep_stops_it_with_one_line_and_no_worker_lef
             return
         time.sleep(0.1)
     pytest.fail("a worker process outlived the interrupted sweep")
+
+
+@pytest.mark.parametrize("command", [
+    ["bench", "ops"], ["bench", "scale"], ["bench", "events"], ["bench", "tiers"],
+    ["bench", "storage"], ["bench", "sim"],
+])
+def test_a_json_file_in_a_missing_directory_is_refused_before_the_run(
+        tmp_path: Path, command: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    target = f"{tmp_path}/missing/result.json"
+    assert main([*command, "--json", target]) == 2
+    assert f"argument --json: no directory '{tmp_path}/missing'" in capsys.readouterr().err
+    assert main([*command, "--json", str(tmp_path)]) == 2
+    assert "is a directory, not a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("options", "why"), [
+    (["--sample", "0"], "--sample must be >= 1, got 0"),
+    (["--skip", "-1"], "--skip must be >= 0, got -1"),
+    (["--num-seqs", "0"], "--num-seqs must be >= 1, got 0"),
+    (["--page-size", "16", "0"], "--page-size must be >= 1, got 0"),
+    (["--json", "/no/such/dir/x.json"], "no directory '/no/such/dir' to write 'x.json' in"),
+])
+def test_bench_opcodes_refuses_bad_counts_before_counting(
+        options: list[str], why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "opcodes", *options]) == 2
+    assert f"radixkv bench opcodes: error: {why}" in capsys.readouterr().err

@@ -13,9 +13,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
 
-__all__ = ["main", "parse_verify"]
+__all__ = ["main", "output_file", "parse_verify"]
 
 _EXIT_USAGE = 2
 _EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by SIGINT
@@ -164,6 +165,19 @@ def _at_least(minimum: int) -> Callable[[str], int]:
 
     parse.__name__ = f"int >= {minimum}"  # argparse names the type in its error message
     return parse
+
+
+def output_file(text: str) -> Path:
+    """argparse type of an option naming a file to write (``--json``, ``--out``): its
+    directory must exist, checked when the options are parsed, so that a long run does not
+    end in a failed write."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"no directory {str(path.parent)!r} to write "
+                                         f"{path.name!r} in")
+    return path
 
 
 def _add_ints(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..cli import output_file
 from .opcodes import add_opcodes
 from .storage_args import add_storage
 
@@ -70,7 +71,7 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                      "the reference workload, all six on the short one)")
     ops.add_argument("--verify", action="store_true",
                      help="check each cache's invariants after every warm-up op and at the end")
-    ops.add_argument("--json", type=Path, default=None, metavar="PATH",
+    ops.add_argument("--json", type=output_file, default=None, metavar="PATH",
                      help="write every round's results, the medians and ratios as JSON")
     ops.add_argument("--against", choices=("sglang",), default=None,
                      help="also run SGLang 0.5.23's python and rust tree cores")
@@ -95,7 +96,7 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                        help="cached tokens of the tree whose heap is measured")
     scale.add_argument("--page-size", nargs="+", type=_positive, default=[1, 16], metavar="N",
                        help="page sizes of the memory measurement")
-    scale.add_argument("--json", type=Path, default=None, metavar="PATH",
+    scale.add_argument("--json", type=output_file, default=None, metavar="PATH",
                        help="write the results as JSON")
     events = sub.add_parser(
         "events", help="events on / events off cost of admit + finish, per page hash",
@@ -112,7 +113,7 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                         default=list(PAGE_HASHES), help="page hashes with events on")
     events.add_argument("--read-fields", action="store_true",
                         help="also read every event taken, in the timed step")
-    events.add_argument("--json", type=Path, default=None, metavar="PATH",
+    events.add_argument("--json", type=output_file, default=None, metavar="PATH",
                         help="write every round's results and the summary as JSON")
     _add_tiers(sub)
     add_storage(sub)
@@ -159,7 +160,7 @@ def _add_tiers(sub: Any) -> None:
                        default=list(TIER_OPERATIONS), help="operations to time")
     tiers.add_argument("--verify", action="store_true",
                        help="check invariants after every warm-up op and at the end")
-    tiers.add_argument("--json", type=Path, default=None, metavar="PATH")
+    tiers.add_argument("--json", type=output_file, default=None, metavar="PATH")
     tiers.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 

@@ -94,6 +94,11 @@ def count_op(shape: Any, work: Any, op: str, skip: int, sample: int) -> dict[str
 def run_opcodes(args: argparse.Namespace) -> int:
     from radixkv.bench.runner import bench_shape, make_workload
 
+    problem = _bad_option(args)
+    if problem is not None:
+        print(f"radixkv bench opcodes: error: {problem}", file=sys.stderr)
+        return 2
+
     # an older checkout knows only the reference workload (no ``name``)
     work = make_workload(args.num_seqs or REFERENCE_SEQS) if args.workload == "reference" else \
         make_workload(args.num_seqs or SHORT_PROMPTS, name=args.workload)
@@ -115,6 +120,21 @@ def run_opcodes(args: argparse.Namespace) -> int:
                                          "skip": args.skip, "sample": args.sample,
                                          "results": results}, indent=1))
     return 0
+
+
+def _bad_option(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options, if anything (checked here, not by argparse types, so
+    that this file still runs as a script against an older checkout's ``radixkv.cli``)."""
+    least = {"skip": 0, "sample": 1, "num_seqs": 1}
+    for name, minimum in least.items():
+        value = getattr(args, name)
+        if value is not None and value < minimum:
+            return f"--{name.replace('_', '-')} must be >= {minimum}, got {value}"
+    if min(args.page_size) < 1:
+        return f"--page-size must be >= 1, got {min(args.page_size)}"
+    if args.json is not None and not args.json.parent.is_dir():
+        return f"no directory {str(args.json.parent)!r} to write {args.json.name!r} in"
+    return None
 
 
 def _line(row: dict[str, Any], base: float | None) -> str:

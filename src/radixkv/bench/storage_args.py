@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..cli import output_file
+
 STORES = ("file", "redis", "mooncake")
 SECOND = ("same", "rest")
 """What engine 2 serves: engine 1's requests again, or the rest of the workload."""
@@ -52,4 +54,4 @@ def add_storage(sub: Any) -> None:
                    help="a progress line on stderr every N requests (0: none)")
     p.add_argument("--verify", action="store_true",
                    help="compare every cached prefix's rows, audit after every request")
-    p.add_argument("--json", type=Path, default=None, metavar="PATH")
+    p.add_argument("--json", type=output_file, default=None, metavar="PATH")

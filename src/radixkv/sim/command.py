@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cli import _at_least
+from ..cli import _at_least, output_file
 
 COMBOS = ("full", "full+swa", "full+mamba", "full+swa+mamba")
 ROUTERS = ("round-robin", "least-loaded", "kv-aware")
@@ -116,7 +116,8 @@ def add_speed(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capacity", default="1M", help="FULL KV capacity (tokens)")
     parser.add_argument("--page-size", type=_positive, default=16)
     parser.add_argument("--rounds", type=_positive, default=3)
-    parser.add_argument("--json", default=None, metavar="PATH", help="write the result")
+    parser.add_argument("--json", type=output_file, default=None, metavar="PATH",
+                        help="write the result")
 
 
 def run(args: argparse.Namespace) -> int:
