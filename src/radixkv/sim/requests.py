@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,8 +35,34 @@ class SimRequest:
     tags: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        """Converts ``prompt`` and ``output`` to uint32 arrays and the times to floats, once
+        (a list or another int dtype is taken if its ids fit); raises ``ValueError`` for
+        empty or bad ids, and for times that are not finite and >= 0."""
+        for name in ("prompt", "output"):
+            ids = getattr(self, name)
+            if not (type(ids) is np.ndarray and ids.dtype == np.uint32 and ids.ndim == 1):
+                object.__setattr__(self, name, _token_ids(ids, self.rid, name))
         if len(self.prompt) < 1 or len(self.output) < 1:
             raise ValueError(f"request {self.rid}: prompt and output need at least one token")
+        for name in ("arrival", "delay"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                    or not math.isfinite(value) or value < 0:
+                raise ValueError(f"request {self.rid}: {name} must be a finite number of "
+                                 f"seconds >= 0, got {value!r}")
+            object.__setattr__(self, name, float(value))
+
+
+def _token_ids(ids: object, rid: int, name: str) -> np.ndarray:
+    """``ids`` as a fresh 1-D uint32 array; raises ``ValueError`` unless they are ints in
+    ``[0, 2**32)``."""
+    array = np.asarray(ids)
+    if array.size == 0:
+        return np.zeros(0, dtype=np.uint32)
+    if array.ndim != 1 or array.dtype.kind not in "iu" or array.min() < 0 \
+            or array.max() >= 1 << 32:
+        raise ValueError(f"request {rid}: {name} must be token ids, ints in [0, 2**32)")
+    return array.astype(np.uint32)
 
 
 def random_tokens(rng: np.random.Generator, n: int) -> np.ndarray:
