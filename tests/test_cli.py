@@ -86,14 +86,22 @@ def test_ctrl_c_during_a_parallel_sweep_stops_it_with_one_line_and_no_worker_lef
     ["bench", "ops"], ["bench", "scale"], ["bench", "events"], ["bench", "tiers"],
     ["bench", "storage"], ["bench", "sim"],
 ])
-def test_a_json_file_in_a_missing_directory_is_refused_before_the_run(
-        tmp_path: Path, command: list[str],
-        capsys: pytest.CaptureFixture[str]) -> None:
-    target = f"{tmp_path}/missing/result.json"
-    assert main([*command, "--json", target]) == 2
-    assert f"argument --json: no directory '{tmp_path}/missing'" in capsys.readouterr().err
+def test_a_json_file_that_cannot_be_written_is_refused_before_the_run(
+        tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main([*command, "--json", f"{blocker}/sub/result.json"]) == 2
+    assert f"'{blocker}' is not a directory" in capsys.readouterr().err
     assert main([*command, "--json", str(tmp_path)]) == 2
     assert "is a directory, not a file" in capsys.readouterr().err
+
+
+def test_a_json_file_s_missing_directories_are_made_when_it_is_written(
+        tmp_path: Path) -> None:
+    target = tmp_path / "new" / "deeper" / "speed.json"
+    assert main(["bench", "sim", "--sessions", "2", "--turns", "1", "--rounds", "1",
+                 "--json", str(target)]) == 0
+    assert target.stat().st_size > 0
 
 
 @pytest.mark.parametrize(("options", "why"), [
@@ -101,7 +109,8 @@ def test_a_json_file_in_a_missing_directory_is_refused_before_the_run(
     (["--skip", "-1"], "--skip must be >= 0, got -1"),
     (["--num-seqs", "0"], "--num-seqs must be >= 1, got 0"),
     (["--page-size", "16", "0"], "--page-size must be >= 1, got 0"),
-    (["--json", "/no/such/dir/x.json"], "no directory '/no/such/dir' to write 'x.json' in"),
+    (["--json", "/proc/version/x.json"],
+     "cannot write '/proc/version/x.json': '/proc/version' is not a directory"),
 ])
 def test_bench_opcodes_refuses_bad_counts_before_counting(
         options: list[str], why: str, capsys: pytest.CaptureFixture[str]) -> None:

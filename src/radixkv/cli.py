@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -168,16 +169,29 @@ def _at_least(minimum: int) -> Callable[[str], int]:
 
 
 def output_file(text: str) -> Path:
-    """argparse type of an option naming a file to write (``--json``, ``--out``): its
-    directory must exist, checked when the options are parsed, so that a long run does not
-    end in a failed write."""
+    """argparse type of an option naming a file to write (``--json``): checked when the
+    options are parsed, so that a long run does not end in a failed write. The file may not
+    be a directory, and its nearest existing ancestor must be a directory this process may
+    write in (missing directories are made when the file is written)."""
     path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file")
-    if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"no directory {str(path.parent)!r} to write "
-                                         f"{path.name!r} in")
+    problem = unwritable(path)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return path
+
+
+def unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be written as a file (see :func:`output_file`), or ``None``."""
+    if path.is_dir():
+        return f"{str(path)!r} is a directory, not a file"
+    ancestor = path.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"cannot write {str(path)!r}: {str(ancestor)!r} is not a directory"
+    if not os.access(ancestor, os.W_OK):
+        return f"cannot write {str(path)!r}: no permission to write in {str(ancestor)!r}"
+    return None
 
 
 def _add_ints(

@@ -115,6 +115,7 @@ def run_opcodes(args: argparse.Namespace) -> int:
                 results.append(row)
                 print(_line(row, baseline.get((components, page, op))), flush=True)
     if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"python": sys.version, "workload": args.workload,
                                          "num_seqs": work.num_seqs,
                                          "skip": args.skip, "sample": args.sample,
@@ -132,8 +133,8 @@ def _bad_option(args: argparse.Namespace) -> str | None:
             return f"--{name.replace('_', '-')} must be >= {minimum}, got {value}"
     if min(args.page_size) < 1:
         return f"--page-size must be >= 1, got {min(args.page_size)}"
-    if args.json is not None and not args.json.parent.is_dir():
-        return f"no directory {str(args.json.parent)!r} to write {args.json.name!r} in"
+    if args.json is not None and args.json.parent.exists() and not args.json.parent.is_dir():
+        return f"cannot write {str(args.json)!r}: {str(args.json.parent)!r} is not a directory"
     return None
 
 

@@ -209,5 +209,6 @@ def run_scale(args: argparse.Namespace) -> int:
     if args.json is not None:
         rows = {"growth": [asdict(p) for p in points],
                 "memory": [{**asdict(m), "bytes_per_token": m.bytes_per_token} for m in memory]}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

@@ -60,6 +60,7 @@ def run_speed(args: argparse.Namespace) -> int:
     print(f"median: {median:,.0f} requests/s of wall time, {per_cpu:,.0f} per CPU second "
           f"(the two differ when other processes share the cores)")
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump({"requests": len(requests), "rounds": rounds,
                        "median_requests_per_s": median,
