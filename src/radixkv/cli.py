@@ -174,13 +174,13 @@ def output_file(text: str) -> Path:
     be a directory, and its nearest existing ancestor must be a directory this process may
     write in (missing directories are made when the file is written)."""
     path = Path(text)
-    problem = unwritable(path)
+    problem = _unwritable(path)
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
     return path
 
 
-def unwritable(path: Path) -> str | None:
+def _unwritable(path: Path) -> str | None:
     """Why ``path`` cannot be written as a file (see :func:`output_file`), or ``None``."""
     if path.is_dir():
         return f"{str(path)!r} is a directory, not a file"

@@ -88,6 +88,14 @@ def _varying(plan: list[Shape]) -> set[str]:
             if len({getattr(shape, name) for shape in plan}) > 1}
 
 
+def _check_before_running(plan: list[PlannedRun], requests: list[SimRequest],
+                          out: Path) -> None:
+    """Raise now, not after other runs (or in a worker), for a bad setup or ``--out``."""
+    for run in plan:
+        run.shape.config(run.capacity, requests)
+    out.mkdir(parents=True, exist_ok=True)
+
+
 def execute(args: argparse.Namespace) -> int:
     requests, name = load_requests(args)
     capacities = [parse_capacity(text) for text in args.capacity]
@@ -95,9 +103,7 @@ def execute(args: argparse.Namespace) -> int:
     varying = _varying(setups)
     plan = [PlannedRun(shape, capacity, label(shape, capacity, varying))
             for shape in setups for capacity in capacities]
-    for run in plan:  # every setup is checked before the first run starts
-        run.shape.config(run.capacity, requests)
-    args.out.mkdir(parents=True, exist_ok=True)
+    _check_before_running(plan, requests, args.out)
     jobs = default_jobs() if args.jobs is None else args.jobs
     reports, ttfts, rows = [], [], {}
     print(f"{name}: {len(requests)} requests, "
