@@ -230,11 +230,13 @@ class TwoEngines(RuleBasedStateMachine):
     def _damage(self, target: Path, files: list[Path], other: int, truncate: bool) -> None:
         layout = target.name.split("-")[0]
         same = [f for f in files if f != target and f.name.split("-")[0] == layout]
-        blob = target.read_bytes()
-        if truncate or not same:
-            target.write_bytes(blob[: len(blob) // 2])
-        else:  # whole, of this component's size, but another page's
-            target.write_bytes(same[other % len(same)].read_bytes())
+        try:
+            blob = target.read_bytes()
+            # whole, of this component's size, but another page's
+            swapped = None if truncate or not same else same[other % len(same)].read_bytes()
+        except FileNotFoundError:  # the store's writer thread evicted it since the listing
+            return
+        target.write_bytes(blob[: len(blob) // 2] if swapped is None else swapped)
         self.injected.add("corrupt")
 
     # ------------------------------------------------------------------ checks
