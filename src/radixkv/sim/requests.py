@@ -46,11 +46,19 @@ class SimRequest:
             raise ValueError(f"request {self.rid}: prompt and output need at least one token")
         for name in ("arrival", "delay"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-                    or not math.isfinite(value) or value < 0:
+            if not finite_non_negative(value):
                 raise ValueError(f"request {self.rid}: {name} must be a finite number of "
                                  f"seconds >= 0, got {value!r}")
             object.__setattr__(self, name, float(value))
+
+
+def finite_non_negative(value: object) -> bool:
+    """Whether ``value`` is a real number (not a bool), finite and >= 0: what every time,
+    rate and count of the simulator's inputs must be."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    number = float(value)
+    return math.isfinite(number) and number >= 0
 
 
 def _token_ids(ids: object, rid: int, name: str) -> np.ndarray:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .requests import SimRequest, block_tokens, random_tokens
+from .requests import SimRequest, block_tokens, finite_non_negative, random_tokens
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,9 @@ def _parse(record: object, rid: int, config: TraceConfig,
 def _timestamp(record: dict[str, object]) -> float:
     """``timestamp`` (ms, default 0): a finite number >= 0."""
     value = record.get("timestamp", 0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < 0:
+    if not finite_non_negative(value):
         raise ValueError(f"timestamp must be a finite number of ms >= 0, got {value!r}")
-    return float(value)
+    return float(value)  # type: ignore[arg-type]
 
 
 def _count(record: dict[str, object], name: str, default: int | None = None) -> int:

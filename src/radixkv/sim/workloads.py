@@ -7,14 +7,13 @@ hand-computed tests use). Arrivals are Poisson with ``rate`` per second (``0``: 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from .requests import SimRequest, random_tokens
+from .requests import SimRequest, finite_non_negative, random_tokens
 
 _MAY_BE_ZERO = frozenset({"seed", "system_len"})
 """Int parameters that may be 0 (a chat's ``system_len``: no system prompt); the other
@@ -46,7 +45,7 @@ def _check_parameter(name: str, kind: object, value: object) -> None:
         least = 0 if name in _MAY_BE_ZERO else 1
         if not isinstance(value, int) or value < least:
             raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
-    elif not math.isfinite(value) or value < 0:
+    elif not finite_non_negative(value):
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
