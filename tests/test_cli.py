@@ -56,14 +56,16 @@ def test_python_dash_m_runs_the_cli() -> None:
     assert "usage: radixkv" in result.stderr
 
 
-def test_ctrl_c_during_a_parallel_sweep_stops_it_with_one_line_and_no_worker_left() -> None:
+def test_ctrl_c_during_a_parallel_sweep_stops_it_with_one_line_and_no_worker_left(
+        tmp_path: Path) -> None:
+    out = tmp_path / "out"
     # as a terminal's Ctrl-C: SIGINT to the whole process group, the workers included
     run = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
            "from radixkv.cli import main; sys.exit(main(sys.argv[1:]))")
     sweep = subprocess.Popen(
         [sys.executable, "-c", run, "sim", "sweep", "--workload", "chat", "--param",
          "sessions=5000", "--capacity", "20K", "50K", "--no-plots", "--jobs", "2",
-         "--out", "/nonexistent/never-written"],
+         "--progress", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert sweep.stdout is not None
     assert "requests" in sweep.stdout.readline()  # the runs start next
@@ -71,7 +73,9 @@ def test_ctrl_c_during_a_parallel_sweep_stops_it_with_one_line_and_no_worker_lef
     os.killpg(sweep.pid, signal.SIGINT)
     _, err = sweep.communicate(timeout=60)
     assert sweep.returncode == 130
+    assert "runs 0/2 done" in err  # the workers were running when it was interrupted
     assert err.strip().endswith("radixkv sim: interrupted") and "Traceback" not in err
+    assert not (out / "report.json").exists()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
