@@ -98,6 +98,10 @@ def test_a_json_file_that_cannot_be_written_is_refused_before_the_run(
     assert f"'{blocker}' is not a directory" in capsys.readouterr().err
     assert main([*command, "--json", str(tmp_path)]) == 2
     assert "is a directory, not a file" in capsys.readouterr().err
+    # a directory whose permission bits allow writing, on a file system that takes no files
+    assert main([*command, "--json", "/proc/result.json"]) == 2
+    assert "cannot write '/proc/result.json': '/proc' takes no new files" in \
+        capsys.readouterr().err
 
 
 def test_a_json_file_s_missing_directories_are_made_when_it_is_written(

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -191,6 +192,12 @@ def _unwritable(path: Path) -> str | None:
         return f"cannot write {str(path)!r}: {str(ancestor)!r} is not a directory"
     if not os.access(ancestor, os.W_OK):
         return f"cannot write {str(path)!r}: no permission to write in {str(ancestor)!r}"
+    try:  # permission bits do not tell a read-only or virtual file system (/proc, /sys)
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as exc:
+        return f"cannot write {str(path)!r}: {str(ancestor)!r} takes no new files " \
+               f"({exc.strerror or exc})"
     return None
 
 
