@@ -25,7 +25,7 @@ SHAPES = {
 def test_a_run_under_eviction_and_preemption_leaves_no_cyclic_garbage(name: str) -> None:
     requests = make_workload("chat", sessions=40, turns=3, system_len=128, user_len=64,
                              output_len=48, rate=20.0, think=1.0)
-    config = SHAPES[name].config(6_000, requests)  # small: evictions and preemptions
+    config = SHAPES[name].config(3_000, requests)  # small: evictions and preemptions
     gc.collect()  # what earlier tests left
     result = simulate(requests, config)  # kept: its live cycles are not garbage
     assert gc.collect() == 0

@@ -1,11 +1,14 @@
 """SimEngine: one simulated serving engine around a real PrefixCache.
 
-Continuous batching, as vLLM and SGLang schedule: at every step boundary the engine admits
-waiting requests first come, first served, while fewer than ``max_running`` run and the
-prompt tokens still to prefill fit the step's token budget; ``admit`` evicts through the
-cache and refuses (raises) when memory is short, which stops admission. A step then runs
-one token for every decoding request and prefill chunks of the others in admission order,
-up to ``max_batch_tokens`` (chunked prefill). A request's first token comes at the end of
+Continuous batching, as vLLM and SGLang schedule: at every step boundary the running
+requests come first, every decoding request getting the memory of its next token (see
+preemption below); then, unless that preempted a request, the engine admits waiting
+requests first come, first served, while fewer than ``max_running`` run and the prompt
+tokens still to prefill fit the step's token budget; ``admit`` evicts through the cache and
+refuses (raises) when memory is short, which stops admission. So a request is admitted only
+into the memory the running ones leave, never to be pushed out again in the same step. A
+step then runs one token for every decoding request and prefill chunks of the others in
+admission order, up to ``max_batch_tokens`` (chunked prefill). A request's first token comes at the end of
 the step that finishes its prompt (TTFT); it is done after ``output_len - 1`` more decode
 steps.
 
@@ -111,17 +114,21 @@ class SimEngine:
         self._waiting_tokens += job.prompt_len
 
     def step(self, horizon: float) -> list[Job]:
-        """Admit, then run one step (or a jump of decode steps, ending by ``horizon`` when
-        a request arrives then); return the jobs that finished or were rejected."""
+        """Give the decoding requests their next token's memory, admit, then run one step
+        (or a jump of decode steps, ending by ``horizon`` when a request arrives then);
+        return the jobs that finished or were rejected."""
         done: list[Job] = []
         if self.copies is not None:
             self.cache.poll()
-        self._admit(done)
+        preemptions = self.preemptions
+        decoding = self._grow(1, done) if len(self.batch) else 0
+        if self.preemptions == preemptions:  # as vLLM: no admission in a step that preempts
+            self._admit(done)
         if self.running:
             if not self._unprefilled:
                 self._decode_jump(horizon, done)
             elif self.copies is None or self._runnable():
-                self._mixed_step(done)
+                self._mixed_step(decoding, done)
             else:
                 self._await_copies()
             self.steps += 1
@@ -198,8 +205,8 @@ class SimEngine:
 
     # ------------------------------------------------------------------ steps
 
-    def _mixed_step(self, done: list[Job]) -> None:
-        decoding = self._grow(1, done)
+    def _mixed_step(self, decoding: int, done: list[Job]) -> None:
+        """One step of ``decoding`` decode tokens (their memory taken) and prefill chunks."""
         chunks = self._prefill(self.config.max_batch_tokens - decoding)
         cost = self.cost
         batch = decoding + sum(job.computed - past for job, past in chunks)
