@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
 
 from radixkv import cli, demo, supported_combinations
 from radixkv.cli import main
-from radixkv.model.report import ProgressBar
 
 from .support import default_run
 
@@ -90,18 +87,6 @@ def test_bad_settings_exit_with_2(
 def test_bad_option_values_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "--chats", "0"]) == 2
     assert "--chats" in capsys.readouterr().err
-
-
-def test_progress_bar_stays_silent_off_a_terminal_and_redraws_only_on_change() -> None:
-    stream = io.StringIO()
-    ProgressBar(stream)(1, 2)
-    assert stream.getvalue() == ""
-    bar = ProgressBar(stream, "x ", width=4, enabled=True)
-    for done in range(9):
-        bar(done, 8)
-    drawn = stream.getvalue()
-    assert drawn.count("\r") == 5  # 0, 1, 2, 3 and 4 of 4 cells
-    assert drawn.endswith("\rx [####] 8/8\n")
 
 
 def test_demo_runs_verify_with_its_defaults_then_with_a_host_tier(

@@ -20,6 +20,7 @@ from typing import TextIO
 
 from ..cache import CacheConfig
 from ..errors import OutOfSlotsError, RadixKVError
+from ..progress import ProgressBar
 from ..storage import FileStorage, FileStorageConfig
 from ..tiers import NumpyCopyConfig
 from .caches import CacheSizes
@@ -27,7 +28,7 @@ from .caches import cache_config as build_cache
 from .config import DEFAULT_LAYERS, ModelConfig
 from .harness import VerifyReport, verify
 from .reference import Reference, shared_reference
-from .report import ProgressBar, group_lines, summary_lines
+from .report import group_lines, summary_lines
 from .requests import RequestSpec
 from .storage import L3Settings
 from .workload import WorkloadConfig, build
@@ -119,7 +120,7 @@ def _host_header(config: CacheConfig) -> str:
 
 def _run_one(args: argparse.Namespace, reference: Reference, config: CacheConfig,
              specs: list[RequestSpec], err: TextIO, store: FileStorage | None) -> VerifyReport:
-    bar = ProgressBar(err, "  ", enabled=args.progress)
+    bar = ProgressBar(args.progress, err, unit="", prefix="  verify")
     return verify(reference, config, specs, chunk=args.chunk, max_running=args.max_running,
                   progress=bar, copies=copies(args), storage=store)
 

@@ -33,7 +33,7 @@ With a storage tier (L3) as well, see :mod:`radixkv.model.l3_steps`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,14 +41,12 @@ import numpy as np
 from ..cache import Lease, LeaseState, PrefixCache
 from ..components import Mamba
 from ..errors import ConfigError, OutOfSlotsError
+from ..progress import Progress
 from .decoder import Decoder, TokenSlots
 from .host import attach_host
 from .l3_steps import StorageSteps
 from .memory import Memory, engine_memory, sources, state_component
 from .requests import RequestRecord, RequestSpec, check_workload, resolve_prompt
-
-Progress = Callable[[int, int], None]
-"""Called with (finished requests, total requests)."""
 
 
 @dataclass

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cache import CacheConfig, PrefixCache
+from ..progress import Progress
 from ..storage import StorageBackend, StorageTierStats
 from ..tiers import NumpyCopyConfig, NumpyCopyEngine
 from ..tiers.stats import HostStats
-from .engine import Engine, EngineStats, Progress
+from .engine import Engine, EngineStats
 from .host import register_buffers
 from .memory import Memory, engine_memory, state_component
 from .reference import Reference

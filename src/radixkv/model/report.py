@@ -2,34 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TextIO
-
 from .harness import GroupVerdict, Mismatch, VerifyReport
-
-
-class ProgressBar:
-    """A one-line text progress bar, redrawn in place (carriage return) on ``stream``
-    whenever its filled width changes, ended by a newline when ``done == total``. Draws only
-    when ``stream`` is a terminal, unless ``enabled`` says otherwise."""
-
-    def __init__(
-        self, stream: TextIO, label: str = "", width: int = 30, enabled: bool | None = None
-    ) -> None:
-        self.stream, self.label, self.width = stream, label, width
-        self.enabled = stream.isatty() if enabled is None else enabled
-        self._drawn: tuple[int, bool] | None = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        filled = self.width * done // total if total else self.width
-        if (filled, done == total) == self._drawn:
-            return
-        self._drawn = (filled, done == total)
-        bar = "#" * filled + "." * (self.width - filled)
-        end = "\n" if done >= total else ""
-        self.stream.write(f"\r{self.label}[{bar}] {done}/{total}{end}")
-        self.stream.flush()
 
 
 def _share(part: int, whole: int) -> str:

@@ -16,11 +16,12 @@ import itertools
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..progress import Progress
 from .engine import EngineConfig, SimEngine
 from .jobs import Job
 from .keys import PrefixIndex, SequenceKeys, namespace_salt
@@ -32,8 +33,6 @@ ROUTERS = ("round-robin", "least-loaded", "kv-aware")
 then fewest prompt tokens still to prefill. ``kv-aware``: least prefill work, counting the
 request's own uncached tokens (its prompt less the prefix the engine's cache holds, as the
 engine's KV events tell it) plus the engine's queued prefill tokens."""
-
-Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)

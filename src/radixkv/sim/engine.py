@@ -8,9 +8,9 @@ tokens still to prefill fit the step's token budget; ``admit`` evicts through th
 refuses (raises) when memory is short, which stops admission. So a request is admitted only
 into the memory the running ones leave, never to be pushed out again in the same step. A
 step then runs one token for every decoding request and prefill chunks of the others in
-admission order, up to ``max_batch_tokens`` (chunked prefill). A request's first token comes at the end of
-the step that finishes its prompt (TTFT); it is done after ``output_len - 1`` more decode
-steps.
+admission order, up to ``max_batch_tokens`` (chunked prefill). A request's first token
+comes at the end of the step that finishes its prompt (TTFT); it is done after
+``output_len - 1`` more decode steps.
 
 Decode-only stretches are not simulated step by step: while nothing is prefilling, the batch
 is the same from step to step until a request finishes, memory runs short or a request

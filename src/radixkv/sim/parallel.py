@@ -21,8 +21,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cluster import Progress, simulate
-from .progress import ProgressBar
+from ..progress import Progress, ProgressBar
+from .cluster import simulate
 from .report import records_table, summarize, ttft_values
 from .requests import SimRequest
 from .setup import Shape

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..progress import ProgressBar
 from .command import parse_params
 from .parallel import PlannedRun, default_jobs, run_plan
-from .progress import ProgressBar
 from .requests import SimRequest
 from .setup import Shape, parse_capacity
 from .summary import render, render_table

@@ -1,10 +1,10 @@
-"""The simulator's progress bar: counts, elapsed time, time left, redraw rate."""
+"""The progress bar of the long commands: counts, elapsed time, time left, redraw rate."""
 
 from __future__ import annotations
 
 import io
 
-from radixkv.sim.progress import ProgressBar, _duration
+from radixkv.progress import ProgressBar, _duration
 
 
 class Clock:
@@ -40,7 +40,7 @@ def test_the_bar_redraws_at_most_ten_times_a_second_but_always_at_the_end() -> N
     bar.update(2, 4)  # too soon: not drawn
     bar.update(4, 4)  # the end: drawn
     assert [line.split(" requests")[0] for line in stream.getvalue().split("\r")[1:]] == [
-        " [..] 1/4", " [##] 4/4"]
+        "[..] 1/4", "[##] 4/4"]
 
 
 def test_closing_ends_the_line_and_the_next_update_starts_a_new_clock() -> None:
@@ -51,15 +51,26 @@ def test_closing_ends_the_line_and_the_next_update_starts_a_new_clock() -> None:
     bar.close()  # nothing drawn since: no second newline
     clock.now += 500
     bar.update(1, 2)
-    assert stream.getvalue() == "\r [##] 1/1 requests, 0 s\n\r [#.] 1/2 requests, 0 s, ~0 s left"
+    assert stream.getvalue() == "\r[##] 1/1 requests, 0 s\n\r[#.] 1/2 requests, 0 s, ~0 s left"
 
 
-def test_a_disabled_bar_writes_nothing() -> None:
+def test_a_disabled_bar_writes_nothing_and_by_default_only_a_terminal_is_drawn_on() -> None:
     stream = io.StringIO()
-    bar = ProgressBar(False, stream)
-    bar.update(1, 2)
-    bar.close()
+    for bar in (ProgressBar(False, stream), ProgressBar(stream=stream)):
+        bar.update(1, 2)
+        bar(2, 2)
+        bar.close()
     assert stream.getvalue() == ""
+
+
+def test_reaching_the_total_ends_the_line_and_calling_the_bar_updates_it() -> None:
+    stream, clock = io.StringIO(), Clock()
+    bar = ProgressBar(True, stream, width=2, unit="", prefix="  verify", clock=clock)
+    bar(1, 2)
+    clock.now += 4
+    bar(2, 2)  # the end: drawn at once, and the line ended without close()
+    first, last = "  verify [#.] 1/2, 0 s, ~0 s left", "  verify [##] 2/2, 4 s"
+    assert stream.getvalue() == f"\r{first}\r{last.ljust(len(first))}\n"
 
 
 def test_durations_read_in_seconds_minutes_and_hours() -> None:
