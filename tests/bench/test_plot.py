@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from radixkv.bench.plot import main
+from radixkv.bench.plot import main, trees_in
 
 OPS = ("insert", "match_prefix", "evict", "lock_unlock", "release")
 
@@ -20,3 +20,10 @@ def test_plot_writes_a_png_from_a_bench_result(tmp_path: Path) -> None:
     picture = tmp_path / "bench.png"
     assert main([str(result), str(picture)]) == 0
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_legend_has_only_the_trees_the_result_ran() -> None:
+    rows = [{"tree": tree} for tree in ("sglang-rust", "radixkv", "sglang-rust")]
+    assert trees_in(rows) == ["radixkv", "sglang-rust"]
+    assert trees_in([{"tree": "sglang-python"}, {"tree": "radixkv"}, {"tree": "sglang-rust"}]) \
+        == ["radixkv", "sglang-rust", "sglang-python"]

@@ -28,23 +28,31 @@ def draw(result: dict[str, Any], out: Path) -> None:
     shapes = sorted({_shape(r) for r in rows})
     ratios = {(*_shape(r), r["op"]): r.get("vs_rust") for r in result.get("ratios", [])}
     fig, axes = plt.subplots(len(shapes), 1, figsize=(9, 2.8 * len(shapes)), squeeze=False)
+    trees = trees_in(rows)
     for ax, shape in zip(axes[:, 0], shapes):
-        _panel(ax, [r for r in rows if _shape(r) == shape], ratios, shape)
+        _panel(ax, [r for r in rows if _shape(r) == shape], ratios, shape, trees)
     axes[0, 0].legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
 
 
+def trees_in(rows: list[dict[str, Any]]) -> list[str]:
+    """The trees a result has rows of, in :data:`TREES` order (the legend's entries: a run
+    of SGLang's Rust core alone has no Python-core bars)."""
+    present = {r["tree"] for r in rows}
+    return [tree for tree in TREES if tree in present]
+
+
 def _panel(ax: Any, rows: list[dict[str, Any]], ratios: dict[tuple[str, str, int, str], Any],
-           shape: tuple[str, str, int]) -> None:
-    width = 0.27
+           shape: tuple[str, str, int], trees: list[str]) -> None:
+    width = 0.8 / max(len(trees), 1)
     ops = [op for op in OPS if any(r["op"] == op for r in rows)]
-    for offset, tree in enumerate(TREES):
+    for offset, tree in enumerate(trees):
         values = [next((r["ops_per_s"] for r in rows if (r["tree"], r["op"]) == (tree, op)),
                        0.0) for op in ops]
-        ax.bar([i + (offset - 1) * width for i in range(len(ops))], values, width,
-               label=tree)
+        shift = (offset - (len(trees) - 1) / 2) * width
+        ax.bar([i + shift for i in range(len(ops))], values, width, label=tree)
     for i, op in enumerate(ops):
         ratio = ratios.get((*shape, op))
         if ratio:
