@@ -203,7 +203,9 @@ class TokenSide(RequestSide):
         """Record ``fresh`` slots after the first ``used`` (growing the buffer)."""
         need = used + len(fresh)
         if need > len(buffer.slots):
-            grown = np.zeros(max(need, 2 * len(buffer.slots)), dtype=np.int64)
+            # bench sim: not zeroed, positions past the allocated ones are never read
+            # (zeroing was 2.7% of a run's instructions, cachegrind)
+            grown = np.empty(max(need, 2 * len(buffer.slots)), dtype=np.int64)
             grown[:used] = buffer.slots[:used]
             buffer.slots = grown
         buffer.slots[used:need] = fresh

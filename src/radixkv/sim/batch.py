@@ -59,31 +59,43 @@ class DecodeBatch:
         return self._base_sum + len(self.members) * self.clock
 
     def steps_to_next_finish(self) -> int:
-        top = self._top(self._finish)
+        top = _live_top(self._finish)
         return 0 if top is None else top[0] - self.clock
 
     def due(self, steps: int) -> list[Job]:
         """Pop the members whose reserved memory ends within the next ``steps`` steps."""
-        due = []
+        due: list[Job] = []
         limit = self.clock + steps
-        while (top := self._top(self._extend)) is not None and top[0] < limit:
-            heapq.heappop(self._extend)
-            due.append(top[3])
+        heap = self._extend
+        # bench sim: the lazy deletion inline, no call per look at the top
+        while heap:
+            clock, _, generation, job = heap[0]
+            if generation == job.generation:
+                if clock >= limit:
+                    break
+                due.append(job)
+            heapq.heappop(heap)
         return due
 
     def advance(self, steps: int) -> list[Job]:
         """Run ``steps`` steps; pop and return the members that have fed their last token
         (their ``fed`` synced; they are out of the batch)."""
-        self.clock += steps
-        finished = []
-        while (top := self._top(self._finish)) is not None and top[0] <= self.clock:
-            heapq.heappop(self._finish)
-            job = top[3]
-            self.remove(job)
-            finished.append(job)
+        self.clock = now = self.clock + steps
+        finished: list[Job] = []
+        heap = self._finish
+        while heap:
+            clock, _, generation, job = heap[0]
+            if generation == job.generation:
+                if clock > now:
+                    break
+                self.remove(job)
+                finished.append(job)
+            heapq.heappop(heap)
         return finished
 
-    def _top(self, heap: list[tuple[int, int, int, Job]]) -> tuple[int, int, int, Job] | None:
-        while heap and heap[0][2] != heap[0][3].generation:
-            heapq.heappop(heap)
-        return heap[0] if heap else None
+
+def _live_top(heap: list[tuple[int, int, int, Job]]) -> tuple[int, int, int, Job] | None:
+    """The first entry of ``heap`` whose job is still in the batch (stale ones popped)."""
+    while heap and heap[0][2] != heap[0][3].generation:
+        heapq.heappop(heap)
+    return heap[0] if heap else None

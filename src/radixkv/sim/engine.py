@@ -76,6 +76,8 @@ class SimEngine:
             config.cost.host_bandwidth, lambda: self.now)
         self.cache = PrefixCache(cache_config, self.copies)
         self.ops = JobOps(self.cache, config.hints, config.decode_reserve)
+        self._hybrid = self.ops.mamba or self.ops.swa  # every decoding job grows each step
+        self._jump = max(1, config.decode_reserve)  # the longest decode jump (steps)
         self.cost = config.cost
         self.page = cache_config.page_size
         self.now = 0.0
@@ -121,7 +123,7 @@ class SimEngine:
         if self.copies is not None:
             self.cache.poll()
         preemptions = self.preemptions
-        decoding = self._grow(1, done) if len(self.batch) else 0
+        decoding = self._grow(1, done) if self.batch.members else 0
         if self.preemptions == preemptions:  # as vLLM: no admission in a step that preempts
             self._admit(done)
         if self.running:
@@ -143,7 +145,7 @@ class SimEngine:
     def _runnable(self) -> bool:
         """Whether a step has work: a decoding request, or a prefill not waiting for its
         load-back."""
-        return bool(len(self.batch)) or any(
+        return bool(self.batch.members) or any(
             job.lease is not None and job.lease.ready for job in self.prefilling)
 
     def _await_copies(self) -> None:
@@ -248,8 +250,8 @@ class SimEngine:
 
     def _decode_jump(self, horizon: float, done: list[Job]) -> None:
         batch = self.batch
-        steps = min(batch.steps_to_next_finish(), max(1, self.config.decode_reserve))
-        size = len(batch)
+        steps = min(batch.steps_to_next_finish(), self._jump)
+        size = len(batch.members)
         per_step = self.cost.matmuls(size) + self._decode_time()
         if self.now < horizon < math.inf:
             steps = min(steps, max(1, int((horizon - self.now) / per_step)))
@@ -269,13 +271,12 @@ class SimEngine:
             window = self.cost.window
             clock = batch.clock
             windowed = sum(min(j.prompt_len + 1 + clock - j.base, window) for j in batch.members)
-        return self.cost.decode(len(batch), batch.context_sum(), windowed)
+        return self.cost.decode(len(batch.members), batch.context_sum(), windowed)
 
     def _grow(self, steps: int, done: list[Job]) -> int:
         """Give every decoding job memory for ``steps`` more tokens, preempting the newest
         running job while memory is short; return how many decode."""
-        batch = self.batch
-        hybrid = self.ops.mamba or self.ops.swa
+        batch, hybrid = self.batch, self._hybrid
         for job in list(batch.members) if hybrid else batch.due(steps):
             if job not in batch.members:
                 continue  # preempted for an earlier one
@@ -297,7 +298,7 @@ class SimEngine:
             else:
                 if not hybrid:
                     batch.schedule_extension(job)
-        return len(batch)
+        return len(batch.members)
 
     def _drop(self, job: Job) -> None:
         """Take ``job`` out of the running set (and the batch or the prefill list)."""

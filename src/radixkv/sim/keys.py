@@ -110,7 +110,7 @@ class SequenceKeys:
 
     def __init__(self, sequences: Sequence[Sequence[np.ndarray]], page: int) -> None:
         self.page = page
-        pages = [sum(len(part) for part in parts) // page for parts in sequences]
+        pages = [sum(map(len, parts)) // page for parts in sequences]
         offsets = self._offsets = [0, *itertools.accumulate(pages)]
         self._keys = np.empty(offsets[-1], dtype=np.uint64)
         groups = _groups(offsets, max(1, CHUNK_TOKENS // page))
@@ -166,7 +166,7 @@ def _cut(sequences: Sequence[Sequence[np.ndarray]], pages: list[int], page: int
         for part in sequence:
             if room <= 0:
                 break
-            parts.append(part[:room])
+            parts.append(part if len(part) <= room else part[:room])
             room -= len(part)
     return parts
 
