@@ -7,7 +7,7 @@ import itertools
 from operator import attrgetter
 from typing import Any
 
-from ..components.request import RequestSide
+from ..components.request import RequestSide, TokenSide
 from ..core.events import KVEvent
 from ..core.keys import (
     DEFAULT_NAMESPACE,
@@ -77,6 +77,8 @@ class CacheBase:
                                if type(side).after_insert is not RequestSide.after_insert]
         """The sides whose ``after_insert`` does something (the others' return 0)."""
         states = [side.index for side in self.sides if not side.per_token]
+        self._per_token_only = all(type(side).need is TokenSide.need for side in self.sides)
+        """Whether every side needs exactly the new tokens' slots (no state pool)."""
         self._state = states[0] if states else None
         """Index of the state component whose state a match returns (MAMBA), if any."""
         self._state_component = self.tree.components[self._state or 0]
@@ -235,6 +237,8 @@ class CacheBase:
 
     def _needs(self, tokens: int, states: int = 0) -> list[int]:
         """Slots each pool must provide for ``tokens`` new token slots and ``states`` states."""
+        if self._per_token_only:  # bench sim: no call per side when each needs ``tokens``
+            return [tokens] * len(self.sides)
         return [side.need(tokens, states) for side in self.sides]
 
     def pages_for(self, num_tokens: int) -> int:

@@ -252,9 +252,12 @@ class Lease:
         self._tokens += packed
         return used
 
-    def key_tokens(self) -> bytes:
-        """The packed little-endian u32 tokens."""
-        return bytes(self._tokens)
+    def key_tokens(self, length: int | None = None) -> bytes:
+        """The packed little-endian u32 tokens (the first ``length`` of them)."""
+        if length is None:
+            return bytes(self._tokens)
+        # bench sim: one copy of the prefix, no copy of the whole buffer sliced again
+        return bytes(memoryview(self._tokens)[: TOKEN_BYTES * length])
 
     def __repr__(self) -> str:
         return (

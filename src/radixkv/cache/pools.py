@@ -116,6 +116,12 @@ class ComponentPools:
 
     def _evict_for(self, needs: Sequence[int]) -> None:
         """Evict until every pool has room for ``needs`` (a few rounds: cascades free more)."""
+        if len(needs) == 1:  # bench sim (FULL alone): one round, no lists, no cascade
+            short = needs[0] - self.pools[0].available
+            if short > 0:
+                self.evictor([short])
+            if needs[0] <= self.pools[0].available:
+                return
         for _ in range(len(self.pools) + 1):
             short = [max(0, need - pool.available) for pool, need in zip(self.pools, needs)]
             if not any(short):

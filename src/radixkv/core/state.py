@@ -232,12 +232,12 @@ class TreeState:
         assert node.values[index] is None, "a value is never replaced in place"
         node.values[index] = value
         self.holes[index] -= 1
-        component = self.components[index]
-        size = component.value_size(node)
+        sizer = self._sizes[index]  # bench sim: no call for a per-token value's size
+        size = node.length if sizer is None else sizer(node)
         self.cached[index] += size
         if node.locks[index]:
             self.protected[index] += size
-        if self.log.enabled and component.publishes_events:
+        if self.log.enabled and self.components[index].publishes_events:
             self.log.stored(node)
 
     def _set_host_value(self, node: Node, index: int, value: np.ndarray) -> None:

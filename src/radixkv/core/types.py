@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NewType
 
 import numpy as np
@@ -103,11 +102,21 @@ class TreeInsert:
                 f"new_length={self.new_length})")
 
 
-@dataclass(frozen=True, slots=True)
 class TreeEvict:
     """Outcome of an eviction: per component the slots freed and the ledger size evicted;
-    ``paused``: the node eviction stopped at (its value must be copied first), if any."""
+    ``paused``: the node eviction stopped at (its value must be copied first), if any. Read
+    it; nothing changes it after the eviction."""
 
-    freed: list[np.ndarray]
-    evicted: list[int]
-    paused: Node | None = None
+    # bench sim: a plain slots class, as TreeInsert (a frozen dataclass sets each field
+    # through object.__setattr__); one is built per eviction
+    __slots__ = ("evicted", "freed", "paused")
+
+    def __init__(self, freed: list[np.ndarray], evicted: list[int],
+                 paused: Node | None = None) -> None:
+        self.freed = freed
+        self.evicted = evicted
+        self.paused = paused
+
+    def __repr__(self) -> str:
+        paused = None if self.paused is None else self.paused.id
+        return f"TreeEvict(evicted={self.evicted}, paused={paused})"

@@ -340,8 +340,10 @@ class SlotPool:
         k = pages.size
         tail = (self._head + self._count) % self._num_pages
         first = min(k, self._num_pages - tail)
-        self._queue[tail : tail + first] = pages[:first]
-        if first < k:  # bench insert/release: the wrap-around copy only when it wraps
+        if first == k:  # bench sim: no view of the pages when they fit before the end
+            self._queue[tail : tail + k] = pages
+        else:  # bench insert/release: the wrap-around copy only when it wraps
+            self._queue[tail : tail + first] = pages[:first]
             self._queue[: k - first] = pages[first:]
         self._count += k
 
