@@ -77,8 +77,12 @@ class CacheBase:
                                if type(side).after_insert is not RequestSide.after_insert]
         """The sides whose ``after_insert`` does something (the others' return 0)."""
         states = [side.index for side in self.sides if not side.per_token]
-        self._per_token_only = all(type(side).need is TokenSide.need for side in self.sides)
-        """Whether every side needs exactly the new tokens' slots (no state pool)."""
+        # bench sim: where every side needs exactly the new tokens' slots (no state pool),
+        # no call per side; chosen once, so other caches pay no test per call
+        per_token_only = all(type(side).need is TokenSide.need for side in self.sides)
+        self._needs = self._token_needs if per_token_only else self._side_needs
+        """Slots each pool must provide for ``tokens`` new token slots and ``states``
+        states: ``_needs(tokens, states=0)``; pure."""
         self._state = states[0] if states else None
         """Index of the state component whose state a match returns (MAMBA), if any."""
         self._state_component = self.tree.components[self._state or 0]
@@ -235,11 +239,13 @@ class CacheBase:
             uncapped = self.tree.match(full_key, space, touch=False)  # pure; O(depth)
             counters["capped_tokens"] += uncapped.branch - found.branch
 
-    def _needs(self, tokens: int, states: int = 0) -> list[int]:
-        """Slots each pool must provide for ``tokens`` new token slots and ``states`` states."""
-        if self._per_token_only:  # bench sim: no call per side when each needs ``tokens``
-            return [tokens] * len(self.sides)
+    def _side_needs(self, tokens: int, states: int = 0) -> list[int]:
+        """:attr:`_needs`, asking each side."""
         return [side.need(tokens, states) for side in self.sides]
+
+    def _token_needs(self, tokens: int, states: int = 0) -> list[int]:
+        """:attr:`_needs` where every side needs ``tokens`` slots."""
+        return [tokens] * len(self.sides)
 
     def pages_for(self, num_tokens: int) -> int:
         """Slots (whole pages) needed for ``num_tokens`` tokens."""

@@ -239,13 +239,14 @@ class Lifecycle(LoadBack):
     def _insert(self, lease: Lease, length: int) -> TreeInsert | None:
         """Insert the lease's first ``length`` tokens (whole pages); ``None`` when there is
         nothing beyond what the tree already holds for it."""
-        bigram = self.config.bigram
-        elements = length - 1 if bigram else length  # the key's, whole pages
+        elements = length - 1 if self.config.bigram else length  # the key's, whole pages
         key_length = elements - elements % self.page_size
         if key_length <= lease.tree_owned:
             return None  # bench admit_finish (short, p16): no key built, 1.8 -> 0.26 us
-        # bench sim: without bigrams the key is the whole pages' tokens, copied once
-        key = self._key(lease.key_tokens(), length) if bigram else lease.key_tokens(key_length)
+        # bench sim: without bigrams (elements == length) the key is the whole pages'
+        # tokens, copied once
+        key = lease.key_tokens(key_length) if elements == length else self._key(
+            lease.key_tokens(), length)
         inputs = [side.insert_input(buffer, key_length)
                   for side, buffer in zip(self.sides, lease.buffers)]
         # the lease's lock node ends where its borrowed prefix does
