@@ -117,9 +117,9 @@ class ComponentPools:
     def _evict_for(self, needs: Sequence[int]) -> None:
         """Evict until every pool has room for ``needs`` (a few rounds: cascades free more)."""
         if len(needs) == 1:  # bench sim (FULL alone): one round, no lists, no cascade
-            short = needs[0] - self.pools[0].available
-            if short > 0:
-                self.evictor([short])
+            lacking = needs[0] - self.pools[0].available
+            if lacking > 0:
+                self.evictor([lacking])
             if needs[0] <= self.pools[0].available:
                 return
         for _ in range(len(self.pools) + 1):
