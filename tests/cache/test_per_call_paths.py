@@ -128,6 +128,37 @@ def test_an_extend_with_bad_tokens_inside_the_last_page_changes_nothing() -> Non
     cache.finish(lease)
 
 
+@pytest.mark.parametrize("page", (1, 16))
+def test_a_long_extend_grows_the_buffer_keeping_every_slot_its_pages_hold(page: int) -> None:
+    """An extend past the room a lent buffer has (16 tokens) grows it: every slot of the
+    lease's pages is still its own and allocated, and finish caches them as they were."""
+    cache = make(page)
+    cache_prompt(cache, tokens(2 * page))
+    lease = cache.admit(tokens(2 * page + 3))
+    before = lease.slots.tolist()
+    added = cache.extend(lease, tokens(100, 500)).tolist()
+    assert lease.slots.tolist() == before + added
+    held = lease.allocated_slots
+    assert len(held) == -(-(2 * page + 103) // page) * page
+    assert len(set(held.tolist())) == len(held) and cache.pool.is_allocated(held).all()
+    whole = (2 * page + 103) // page * page
+    kept = lease.slots[:whole].tolist()
+    assert cache.finish(lease) == whole
+    assert tree_slots(cache, [*tokens(2 * page + 3), *tokens(100, 500)][:whole],
+                      "full").tolist() == kept
+
+
+def test_a_lease_gives_the_packed_tokens_of_any_prefix() -> None:
+    cache = make(4)
+    lease = cache.admit(tokens(9))
+    cache.extend(lease, [70, 71, 72])
+    packed = lease.key_tokens()
+    assert packed == np.array([*tokens(9), 70, 71, 72], dtype="<u4").tobytes()
+    for length in (0, 1, 8, 12):
+        assert lease.key_tokens(length) == packed[: 4 * length]
+    cache.abort(lease)
+
+
 # ---------------------------------------------------------------------- commit
 
 

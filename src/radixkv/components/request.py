@@ -204,7 +204,7 @@ class TokenSide(RequestSide):
         need = used + len(fresh)
         if need > len(buffer.slots):
             # bench sim: not zeroed, positions past the allocated ones are never read
-            # (zeroing was 2.7% of a run's instructions, cachegrind)
+            # (zeroing was 2.2% of a run's instructions, cachegrind)
             grown = np.empty(max(need, 2 * len(buffer.slots)), dtype=np.int64)
             grown[:used] = buffer.slots[:used]
             buffer.slots = grown
