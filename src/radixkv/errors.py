@@ -72,3 +72,9 @@ class InvalidArgumentTypeError(RadixKVError, TypeError):
 
 class PublisherClosedError(RadixKVError, RuntimeError):
     """A KV event publisher was used after :meth:`~radixkv.events.KVEventPublisher.close`."""
+
+
+class EngineError(RadixKVError, RuntimeError):
+    """Code the engine provides (its KV allocator, copy engine or store) answered outside its
+    contract: slots that are not whole pages, ids the cache already holds, a count that is
+    no count. The cache is unchanged."""

@@ -4,6 +4,7 @@ eviction, inspection). The request life-cycle and the caller-held path are mixin
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
@@ -22,6 +23,7 @@ from ..core.tiers import DEVICE
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
+from ..memory import SlotAllocator
 from ..storage.backend import StorageBackend
 from ..storage.build import storage_tier
 from ..storage.tier import StorageTierController
@@ -59,7 +61,8 @@ class CacheBase:
     """Pools, tree, leases and counters of a cache; see :class:`~radixkv.PrefixCache`."""
 
     def __init__(self, config: CacheConfig, copy_engine: CopyEngine | None = None,
-                 storage: StorageBackend | None = None) -> None:
+                 storage: StorageBackend | None = None, *,
+                 allocators: Mapping[str, SlotAllocator] | None = None) -> None:
         if not isinstance(config, CacheConfig):
             raise ConfigTypeError(f"expected a CacheConfig, got {type(config).__name__}")
         if copy_engine is not None and not isinstance(copy_engine, CopyEngine):
@@ -68,7 +71,10 @@ class CacheBase:
         self.config = config
         self.page_size = config.page_size
         self.tree = TreeCore(config.tree_config(), config.make_components())
-        self.pools = ComponentPools(config, self.tree)
+        if allocators is not None and not isinstance(allocators, Mapping):
+            raise ConfigTypeError(f"allocators must map component names to allocators, got "
+                                  f"{type(allocators).__name__}")
+        self.pools = ComponentPools(config, self.tree, allocators)
         self.pool = self.pools[PRIMARY]
         self.names = config.names
         self.sides = [component.request_side() for component in self.tree.components]

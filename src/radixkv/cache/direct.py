@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.keys import TOKEN_BYTES
-from ..errors import AllocationError, ConfigError, InvalidSlotsError
-from ..memory import as_slot_array
+from ..core.keys import TOKEN_BYTES, Namespace
+from ..errors import AllocationError, ConfigError, InvalidArgumentError, InvalidSlotsError
+from ..memory import EnginePool, as_slot_array
 from .allocation import Allocation, AllocationState
 from .arguments import as_bool, as_int
 from .base import CacheBase
@@ -104,6 +104,73 @@ class Direct(CacheBase):
         if self.host is not None:
             self._after_insert(result.node)
         return cached
+
+    def adopt(
+        self, tokens: Any, slots: Any, namespace: Any = None, *, borrowed: int = 0,
+        priority: int = 0, ttl: int | None = None,
+    ) -> int:
+        """Cache ``tokens`` with KV slots the engine allocated itself, on a FULL-only cache
+        whose pool is the engine's allocator (``PrefixCache(config, allocators={"full":
+        allocator})``): SGLang's split of work, where the engine allocates and the tree
+        keeps what it lacks.
+
+        ``slots`` holds one slot per token (numpy or torch). Only whole pages are cached;
+        the slots past the last whole page stay the caller's, untouched. The first
+        ``borrowed`` tokens (whole pages) are a prefix the caller matched and holds locked:
+        their slots must be the tree's (checked) and stay the tree's. Of the rest, the tree
+        keeps the slots of what it lacked (they are the tree's from now on) and gives the
+        duplicates of what it already held back to the allocator, once. Returns the tokens
+        of this key the tree holds afterwards; slots at positions from there on (an insert
+        cut where a load-back is still writing) stay the caller's. Match again to read the
+        tree's slots for the prefix. Cost O(depth + tokens) numpy work.
+
+        Raises :class:`ConfigError` on a cache that does not run on an engine's
+        allocator; :class:`InvalidSlotsError` / :class:`InvalidSlotsTypeError` for slots of
+        the wrong type or length, not whole aligned pages, held by the cache already, or a
+        borrowed prefix that is not the tree's; :class:`InvalidArgumentError` for a bad
+        ``borrowed``. Nothing changes when it raises.
+        """
+        pool = self.pool
+        if type(pool) is not EnginePool or len(self.sides) != 1:
+            raise ConfigError("adopt() needs a FULL-only cache on the engine's allocator "
+                              "(PrefixCache(config, allocators={'full': allocator}))")
+        packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
+        arr = as_slot_array(slots)
+        if len(arr) != len(packed) // TOKEN_BYTES:
+            raise InvalidSlotsError(f"{len(arr)} slots for {len(packed) // TOKEN_BYTES} "
+                                    "tokens: adopt() takes one slot per token")
+        key = self._key(packed)
+        length = len(key) // self.tree.unit
+        borrowed = as_int("borrowed", borrowed, 0)
+        if borrowed % self.page_size or borrowed > length:
+            raise InvalidArgumentError(f"borrowed={borrowed} is not whole pages within the "
+                                       f"{length} cacheable tokens")
+        part = arr[:length]
+        self._check_borrowed(key, space, part, borrowed)
+        pool.foreign_pages(part[borrowed:])
+        result = self.tree.insert(key, [self.sides[0].direct_input(part, length)], space,
+                                  borrowed=borrowed, priority=priority, ttl=ttl)
+        pool.adopt_pages(part[borrowed:result.length])
+        self.pools.free_all(result.freed)
+        self.counters["inserted_tokens"] += result.new_length
+        if self.host is not None:
+            self._after_insert(result.node)
+        return result.length
+
+    def _check_borrowed(self, key: bytes, space: Namespace, part: np.ndarray,
+                        borrowed: int) -> None:
+        """Raise :class:`InvalidSlotsError` unless the tree holds the key's first
+        ``borrowed`` elements with exactly ``part``'s first slots; pure, O(depth)."""
+        if not borrowed:
+            return
+        found = self.tree.match(key[: borrowed * self.tree.unit], space, touch=False)
+        # a usable path holds FULL device values on every node
+        held: list[np.ndarray] = [node.values[PRIMARY] for node in found.path]  # type: ignore[misc]
+        if found.length < borrowed or np.concatenate(held)[:borrowed].tobytes() \
+                != part[:borrowed].tobytes():
+            raise InvalidSlotsError(f"the first {borrowed} slots are not the tree's for this "
+                                    "prefix (adopt's borrowed prefix comes from a match, "
+                                    "locked)")
 
     def _held_allocation(self, slots: Allocation | Any) -> Allocation:
         """The held allocation ``slots`` stands for: the very object this cache issued, or

@@ -11,7 +11,7 @@ from ..components.request import TokenSide
 from ..core.keys import TOKEN_BYTES, encode_tokens
 from ..core.node import Node
 from ..core.types import TreeInsert, TreeMatch
-from ..errors import InvalidArgumentError, LeaseError
+from ..errors import EngineError, InvalidArgumentError, LeaseError
 from .arguments import as_bool, as_int, as_optional_int
 from .lease import Lease, LeaseState
 from .results import PRIMARY
@@ -71,7 +71,13 @@ class Lifecycle(LoadBack):
         if lock is not None:
             lock.lease = lease.id
         lease.record(packed, found.length + fresh_tokens)
-        for side, buffer, part in zip(self.sides, lease.buffers, self.pools.allocate(needs)):
+        try:
+            parts = self.pools.allocate(needs)
+        except EngineError:  # the engine's allocator answered out of contract: hold nothing
+            if lock is not None:
+                self.tree.unlock(lock)
+            raise
+        for side, buffer, part in zip(self.sides, lease.buffers, parts):
             side.lend(buffer, self.tree, found, lock, part, num_tokens)
         counters = self.counters
         if self._state is not None:  # bench admit_finish (short, p1): 0.21 -> 0.02 us
@@ -112,9 +118,9 @@ class Lifecycle(LoadBack):
         if fresh:
             needs = self._needs(fresh)
             self.pools.ensure_room(needs)
+            parts = self.pools.allocate(needs)  # first: an engine's allocator may raise
             used = lease.record(packed, fresh)
-            for side, buffer, part in zip(self.sides, lease.buffers,
-                                          self.pools.allocate(needs)):
+            for side, buffer, part in zip(self.sides, lease.buffers, parts):
                 side.append(buffer, used, part)
         else:
             lease.record(packed, 0)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..core.node import Node
 from ..core.tree import TreeCore
-from ..errors import InvariantError, OutOfSlotsError
-from ..memory import SlotPool, SlotPoolConfig
+from ..errors import ConfigError, InvariantError, OutOfSlotsError
+from ..memory import EnginePool, SlotAllocator, SlotPool, SlotPoolConfig
 from .config import CacheConfig
 
 _NO_PAGES = np.zeros(0, dtype=np.int64)
@@ -18,23 +18,22 @@ _NO_PAGES.flags.writeable = False
 
 class ComponentPools:
     """``pools[c]`` holds the slots of component ``c`` (KV slots of per-token components,
-    state slots of the others), shaped by its spec. Room is made by evicting from the tree."""
+    state slots of the others), shaped by its spec: radixkv's own :class:`SlotPool`, or the
+    engine's allocator where ``allocators`` names the component (engine-owned slots). Room
+    is made by evicting from the tree."""
 
-    def __init__(self, config: CacheConfig, tree: TreeCore) -> None:
+    def __init__(self, config: CacheConfig, tree: TreeCore,
+                 allocators: Mapping[str, SlotAllocator] | None = None) -> None:
         self.tree = tree
         self.evictor: Callable[[Sequence[int]], list[int]] = self.evict
         """How room is made: :meth:`evict`, or the host tier's stepwise eviction."""
         self.settle: Callable[[], bool] | None = None
         """Waits for copies in flight that hold values locked (the host tier's); True if
         there were any. :meth:`ensure_room` calls it before it refuses."""
-        self.pools = [
-            SlotPool(SlotPoolConfig(capacity=shape.capacity, page_size=shape.page_size,
-                                    name=name))
-            for name, shape in config.pool_shapes()
-        ]
+        self.pools = _build_pools(config, allocators or {})
         self._nothing = [_NO_PAGES] * len(self.pools)
 
-    def __getitem__(self, index: int) -> SlotPool:
+    def __getitem__(self, index: int) -> SlotPool | EnginePool:
         return self.pools[index]
 
     def ensure_room(self, needs: Sequence[int], lock_at: Node | None = None,
@@ -154,3 +153,30 @@ class ComponentPools:
     def reset(self) -> None:
         for pool in self.pools:
             pool.reset()
+
+
+def _build_pools(config: CacheConfig,
+                 allocators: Mapping[str, SlotAllocator]) -> list[SlotPool | EnginePool]:
+    """One pool per component: the engine's allocator where one is named, whose page size
+    and capacity must be the component's; else a :class:`SlotPool` of the spec's shape.
+    Raises :class:`ConfigError` for a name no component has, or a shape that differs."""
+    shapes = config.pool_shapes()
+    unknown = set(allocators) - {name for name, _ in shapes}
+    if unknown:
+        raise ConfigError(f"allocators for {sorted(unknown)}: no such component (this cache "
+                          f"has {', '.join(name for name, _ in shapes)})")
+    pools: list[SlotPool | EnginePool] = []
+    for name, shape in shapes:
+        allocator = allocators.get(name)
+        if allocator is None:
+            pools.append(SlotPool(SlotPoolConfig(capacity=shape.capacity,
+                                                 page_size=shape.page_size, name=name)))
+            continue
+        pool = EnginePool(allocator, name)
+        if (pool.page_size, pool.capacity) != (shape.page_size, shape.capacity):
+            raise ConfigError(
+                f"{name}: the engine's allocator has page size {pool.page_size} and "
+                f"{pool.capacity} slots; the cache's configuration says {shape.page_size} "
+                f"and {shape.capacity}")
+        pools.append(pool)
+    return pools
