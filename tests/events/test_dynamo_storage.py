@@ -27,7 +27,7 @@ STORE = 40  # the instance id the router gives the store's stream
 def test_storage_events_count_as_the_disk_tier_of_the_store_instance(
         indexer: Indexer, tmp_path: Path) -> None:
     model = "storage-stream"
-    made = engine(FileStorage(FileStorageConfig(root=tmp_path / "l3")))
+    made = engine(FileStorage(FileStorageConfig(root=tmp_path / "l3")), events=True)
     pub = StorageEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK)
 
     def tiers(tokens: list[int]) -> dict[str, Any]:
@@ -63,8 +63,8 @@ def _disk(indexer: Indexer, model: str, instance: int, tokens: list[int]) -> int
 def test_pages_written_below_a_restored_prefix_are_indexed_on_the_restoring_stream(
         indexer: Indexer, tmp_path: Path) -> None:
     model = "storage-two-engines"
-    first = engine(FileStorage(FileStorageConfig(root=tmp_path / "l3")))
-    second = engine(FileStorage(FileStorageConfig(root=tmp_path / "l3")),
+    first = engine(FileStorage(FileStorageConfig(root=tmp_path / "l3")), events=True)
+    second = engine(FileStorage(FileStorageConfig(root=tmp_path / "l3")), events=True,
                     wait_policy="wait_complete")
     pubs = [StorageEventPublisher(endpoint=LOOPBACK, bind=True, replay_endpoint=LOOPBACK)
             for _ in range(2)]

@@ -84,7 +84,7 @@ def storage_publisher(topic: str = STORAGE_TOPIC) -> StorageEventPublisher:
 
 
 def test_landed_pages_arrive_as_storage_events_on_their_own_topic(tmp_path: Path) -> None:
-    made = engine(store(tmp_path))
+    made = engine(store(tmp_path), events=True)
     with storage_publisher() as pub, KVEventPublisher(endpoint=LOOPBACK, bind=True,
                                                       heartbeat_interval=None) as device:
         assert device.flush(10)  # its AllBlocksCleared is out before anyone subscribes
@@ -100,7 +100,10 @@ def test_landed_pages_arrive_as_storage_events_on_their_own_topic(tmp_path: Path
             assert event["type"] == "BlockStored" and event["medium"] == "STORAGE"
             assert event["token_ids"] == PROMPT and event["block_size"] == PAGE
             assert len(event["block_hashes"]) == 8 and event["parent_block_hash"] is None
-            assert device.publish(made.cache) == []  # the cache was built without events
+            device_events = made.cache.take_events()  # the engine's own: GPU/CPU pages
+            assert device_events and all(getattr(e, "medium", None) != "STORAGE"
+                                         for e in device_events)
+            assert device.publish(made.cache) == []  # drained: no STORAGE event among them
             assert engine_sub.sock.poll(200) == 0  # nothing of L3 on the engine's stream
             assert pub.publish(made.cache) == []  # drained: nothing twice
         finally:
@@ -110,8 +113,8 @@ def test_landed_pages_arrive_as_storage_events_on_their_own_topic(tmp_path: Path
 
 
 def test_two_engines_share_one_subscription_by_topic_prefix(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
-    second = engine(store(tmp_path), wait_policy="wait_complete")
+    first = engine(store(tmp_path), events=True)
+    second = engine(store(tmp_path), events=True, wait_policy="wait_complete")
     with storage_publisher(f"{STORAGE_TOPIC}@e1") as pub1, \
             storage_publisher(f"{STORAGE_TOPIC}@e2") as pub2:
         sub = Sub(pub1.endpoint, STORAGE_TOPIC)
@@ -141,7 +144,7 @@ def test_two_engines_share_one_subscription_by_topic_prefix(tmp_path: Path) -> N
 
 def test_the_storage_stream_has_its_own_topic_and_no_clear_or_republish(
         tmp_path: Path) -> None:
-    made = engine(store(tmp_path))
+    made = engine(store(tmp_path), events=True)
     with StorageEventPublisher(endpoint=LOOPBACK, bind=True, heartbeat_interval=None) as pub:
         assert pub.config.topic == STORAGE_TOPIC
         assert pub.next_sequence == 0  # no AllBlocksCleared was sent at start
@@ -153,7 +156,7 @@ def test_the_storage_stream_has_its_own_topic_and_no_clear_or_republish(
 
 
 def test_the_events_of_puts_that_land_during_close_can_still_be_taken(tmp_path: Path) -> None:
-    made = engine(store(tmp_path))
+    made = engine(store(tmp_path), events=True)
     serve(made, PROMPT)
     early = made.cache.take_storage_events()  # the put is usually still in flight
     made.cache.close()  # waits for it: the pages are stored ...
@@ -162,3 +165,18 @@ def test_the_events_of_puts_that_land_during_close_can_still_be_taken(tmp_path: 
     assert made.cache.take_storage_events() == []
     with StorageEventPublisher(endpoint=LOOPBACK, bind=True, heartbeat_interval=None) as pub:
         assert pub.publish(made.cache) == []  # a closed tier publishes nothing more
+
+
+def test_storage_events_a_full_queue_dropped_are_counted_by_the_storage_publisher(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    made = engine(store(tmp_path), events=True, event_queue_limit=2)
+    for first in (1000, 2000, 3000):  # three puts, three events: one past the limit
+        written(made, list(range(first, first + 8)))
+    with StorageEventPublisher(endpoint=LOOPBACK, bind=True, heartbeat_interval=None) as pub:
+        assert pub.publish(made.cache) == []  # the whole queue went
+        assert pub.stats()["dropped_events"] == 3
+        assert "storage event queue overflowed (3 events dropped" in caplog.text
+        written(made, list(range(4000, 4008)))
+        assert len(pub.publish(made.cache)) == 1  # the next one arrives again
+        assert pub.stats()["dropped_events"] == 3
+    made.cache.close()

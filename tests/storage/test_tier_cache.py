@@ -86,7 +86,7 @@ def test_write_back_writes_only_when_host_eviction_drops_the_pages(tmp_path: Pat
 
 
 def test_storage_events_announce_pages_once_stored(tmp_path: Path) -> None:
-    first = engine(store(tmp_path))
+    first = engine(store(tmp_path), events=True)
     serve(first, PROMPT[:32])
     assert first.cache.take_storage_events() == []  # submitted, not yet landed
     first.cache.storage.settle()  # type: ignore[union-attr]
@@ -206,7 +206,7 @@ def test_restored_pages_are_announced_on_the_restoring_engines_storage_stream(
         tmp_path: Path) -> None:
     """So that what it writes below them chains to pages its own stream named."""
     first_engine_wrote(tmp_path)
-    second = engine(store(tmp_path), wait_policy="wait_complete")
+    second = engine(store(tmp_path), events=True, wait_policy="wait_complete")
     assert serve(second, [*PROMPT, *range(500, 508)]) == 64  # restores 16 pages, adds 2
     second.cache.storage.settle()  # type: ignore[union-attr]
     restored, written = second.cache.take_storage_events()

@@ -49,9 +49,11 @@ def layouts(names: tuple[str, ...]) -> tuple[StorageLayout, ...]:
 
 def engine(backend: StorageBackend, shape: str = "full", *, capacity: int = 256,
            host_capacity: int = 512, write_policy: str = "write_through",
-           copies: NumpyCopyConfig | None = None, **storage: Any) -> Engine:
+           copies: NumpyCopyConfig | None = None, events: bool = False,
+           event_queue_limit: int = 100_000, **storage: Any) -> Engine:
     """A cache with device ``capacity`` and host ``host_capacity`` slots over ``backend``
-    (its copy engine configured by ``copies``; ``storage``: StorageTier's settings)."""
+    (its copy engine configured by ``copies``; ``events``: KV events on, STORAGE ones too;
+    ``storage``: StorageTier's settings)."""
     extra = SHAPES[shape]
     names = tuple(extra.get("components", ("full",)))
     copier = NumpyCopyEngine(copies)
@@ -63,7 +65,8 @@ def engine(backend: StorageBackend, shape: str = "full", *, capacity: int = 256,
         copier.register(name, "device", device[name])
         copier.register(name, "host", host[name])
     config = CacheConfig(
-        capacity=capacity, page_size=PAGE, **extra,
+        capacity=capacity, page_size=PAGE, **extra, events=events,
+        event_queue_limit=event_queue_limit,
         host=HostTier(capacity=host_capacity, states=32, write_policy=write_policy),
         storage=StorageTier(layouts=layouts(names), **{"prefetch_threshold": 8, **storage}))
     return Engine(PrefixCache(config, copier, storage=backend), device, host)

@@ -96,6 +96,8 @@ class CacheConfig:
         self._check_capacity("capacity", self.capacity, tree.page_size)
         if not isinstance(self.lost_hits, bool):
             raise ConfigError(f"lost_hits must be a bool, got {self.lost_hits!r}")
+        # checked with or without Mamba: a bad value must not wait for the day Mamba is added
+        check_int("mamba_states", self.mamba_states, 1)
         specs = self._resolve()
         shape = self.shape()
         for spec in specs:

@@ -20,6 +20,9 @@ class PublisherConfig:
     ``endpoint``: the PUB socket's ZMQ endpoint. ``bind``: bind (``True``) or connect
     (``False``) it; ``None`` follows vLLM's rule: bind when the endpoint contains ``*`` or
     ``::`` or is ``ipc://`` / ``inproc://``, otherwise connect (to a central collector).
+    Dynamo's indexer, llm-d's pod discovery and vllm-router connect to the engine, so with
+    them the publisher must bind; one that connects logs a WARNING saying so (INFO when
+    ``bind=False`` asked for it).
     ``replay_endpoint``: the ROUTER socket serving replay (always bound); ``None`` disables
     replay. ``topic``: the first frame of every message (routers filter on it, e.g.
     ``kv@{instance}@{model}``). ``buffer_steps``: how many batches replay keeps.

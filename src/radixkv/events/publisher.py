@@ -90,6 +90,7 @@ class KVEventPublisher:
         if self.config.binds():
             sock.bind(endpoint)
             return sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        _warn_connecting(endpoint, explicit=self.config.bind is False)
         sock.connect(endpoint)
         return endpoint
 
@@ -158,8 +159,15 @@ class KVEventPublisher:
     def publish_events(self, events: Iterable[KVEvent], ts: float | None = None) -> list[int]:
         """Publish already-drained events as batches (split before each AllBlocksCleared);
         returns the sequence numbers used. Never raises for send failures; raises
-        :class:`InvalidArgumentTypeError` for an item that is not a KV event."""
+        :class:`InvalidArgumentTypeError` for ``events`` that is no iterable of KV events
+        and for a ``ts`` that is no number."""
         self._check_open()
+        if isinstance(events, (str, bytes)) or not isinstance(events, Iterable):
+            raise InvalidArgumentTypeError(f"events must be an iterable of KV events, got "
+                                           f"{events!r:.80}")
+        if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float))):
+            raise InvalidArgumentTypeError(f"ts must be a number of seconds or None, got "
+                                           f"{ts!r:.80}")
         batches = _split(events)
         if not batches:
             return []
@@ -233,6 +241,22 @@ class KVEventPublisher:
         if not getattr(self, "_closed", True):
             with contextlib.suppress(Exception):
                 self.close()
+
+
+def _warn_connecting(endpoint: str, explicit: bool) -> None:
+    """Say that this publisher connects: only a consumer that binds receives anything, and
+    the usual routers connect too (two connecting ends never meet and ZMQ reports nothing).
+    A WARNING when vLLM's rule chose it (a concrete address), INFO when ``bind=False``
+    asked for it."""
+    log.log(logging.INFO if explicit else logging.WARNING,
+            "KV event publisher connects to %s%s: only a consumer that binds there (a "
+            "central collector, llm-d's centralized mode) receives its events. NVIDIA "
+            "Dynamo's indexer, llm-d's pod-discovery mode and vllm-router's event source "
+            "connect to the engine themselves: with them nobody binds, no event arrives and "
+            "KV-aware routing silently degrades. Bind instead (tcp://*:PORT, or bind=True "
+            "for one address)%s.", endpoint,
+            " (bind=False)" if explicit else " (vLLM's rule: an endpoint without '*' or '::' "
+            "connects)", "" if explicit else ", or pass bind=False if a collector binds there")
 
 
 def _split(events: Iterable[KVEvent]) -> list[Sequence[KVEvent]]:

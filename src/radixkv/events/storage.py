@@ -19,6 +19,7 @@ heartbeats and replay are those of :class:`~radixkv.events.KVEventPublisher`; wh
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
 from ..cache.base import CacheBase
@@ -26,6 +27,8 @@ from ..cache.polling import Polling
 from ..errors import ConfigError, InvalidArgumentTypeError
 from .config import PublisherConfig
 from .publisher import KVEventPublisher
+
+log = logging.getLogger("radixkv.events")
 
 STORAGE_ENDPOINT = "tcp://*:5558"
 """The default endpoint of a storage publisher (one port above the engine's default)."""
@@ -51,13 +54,24 @@ class StorageEventPublisher(KVEventPublisher):
     def publish(self, cache: CacheBase) -> list[int]:
         """Drain ``cache.take_storage_events()`` and publish them as one batch (none when
         there are none); returns the sequence numbers used. Cost on this thread:
-        O(events). Raises :class:`InvalidArgumentTypeError` for a non-cache and
-        :class:`PublisherClosedError` after :meth:`close`; never for the network."""
+        O(events). Events the cache's full storage event queue discarded are counted in
+        ``stats()["dropped_events"]`` (and logged once); they cannot be recovered. Raises
+        :class:`InvalidArgumentTypeError` for a non-cache and :class:`PublisherClosedError`
+        after :meth:`close`; never for the network."""
         self._check(cache)
         if not isinstance(cache, Polling):
             raise InvalidArgumentTypeError(f"expected a PrefixCache, got {cache!r:.80}")
         self._sender.take_resync()  # nothing to resync from: a lost batch stays lost
-        return self.publish_events(cache.take_storage_events())
+        storage = cache.storage
+        dropped = 0 if storage is None else storage.writes.events.dropped_since_take
+        events = cache.take_storage_events()
+        if dropped:
+            self.cache_dropped += dropped
+            if self.cache_dropped == dropped:  # the first time only
+                log.warning("storage event publisher: the cache's storage event queue "
+                            "overflowed (%d events dropped; raise "
+                            "CacheConfig.event_queue_limit or publish more often)", dropped)
+        return self.publish_events(events)
 
     def republish_all(self, cache: CacheBase) -> list[int]:
         """Always raises :class:`ConfigError`: no engine can list what a shared store

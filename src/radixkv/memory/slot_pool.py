@@ -24,6 +24,7 @@ import numpy.typing as npt
 from radixkv.errors import ConfigError, InvalidSlotsError, InvalidSlotsTypeError, InvariantError
 from radixkv.memory.pool_audit import check_pool
 from radixkv.memory.pool_config import SlotPoolConfig
+from radixkv.memory.pool_memory import check_fits
 from radixkv.memory.pool_validation import check_in_range, whole_pages
 from radixkv.memory.slot_arrays import PageTable, SlotArray, as_slot_array, page_table
 
@@ -61,10 +62,12 @@ class SlotPool:
         """Create an empty pool (every page free, queued in ascending order). O(capacity).
 
         Raises:
-            ConfigError: ``config`` is not a :class:`SlotPoolConfig`.
+            ConfigError: ``config`` is not a :class:`SlotPoolConfig`, or its tables would
+                not fit in the memory available (see :mod:`radixkv.memory.pool_memory`).
         """
         if not isinstance(config, SlotPoolConfig):
             raise ConfigError(f"SlotPool needs a SlotPoolConfig, got {type(config).__name__}")
+        check_fits(config)
         self._config = config
         self._page_size = config.page_size
         self._num_pages = config.num_pages

@@ -38,13 +38,18 @@ class CacheCollector(Collector):
     ``prometheus_client`` registry (or use
     :class:`~radixkv.metrics.MetricsExporter`). Nothing is done per cache call: each scrape
     calls ``stats()`` once, on the scraping thread. Raises :class:`ConfigError` for an
-    unknown preset or a bad label, :class:`InvalidArgumentTypeError` for a non-cache.
+    unknown preset or a bad label, :class:`InvalidArgumentTypeError` for a non-cache or a
+    ``publisher`` that is no KV event publisher (it must have ``stats()``).
     """
 
     def __init__(self, cache: CacheBase, publisher: KVEventPublisher | None = None, *,
                  preset_name: str = "vllm", labels: Mapping[str, str] | None = None) -> None:
         if not isinstance(cache, CacheBase):
             raise InvalidArgumentTypeError(f"expected a PrefixCache, got {cache!r:.80}")
+        # duck-typed: importing the publisher's class would need the `events` extra
+        if publisher is not None and not callable(getattr(publisher, "stats", None)):
+            raise InvalidArgumentTypeError(
+                f"publisher must be a KVEventPublisher or None, got {publisher!r:.80}")
         self.cache = cache
         self.publisher = publisher
         self.preset = preset(preset_name)

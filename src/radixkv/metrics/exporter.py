@@ -7,18 +7,27 @@ from types import TracebackType
 from prometheus_client import start_http_server
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidArgumentTypeError
 
 
 class MetricsExporter:
     """Serves the given collectors (each scrape reads them) on ``addr:port`` over HTTP, on a
     background thread of prometheus-client's. ``port=0`` picks a free port (see
-    :attr:`port`); ``addr`` defaults to loopback: pass ``"0.0.0.0"`` to expose it. Use as a
-    context manager or call :meth:`close`. Raises :class:`ConfigError` if it cannot bind."""
+    :attr:`port`); ``addr`` defaults to loopback, so nothing is exposed unless asked: pass
+    ``"0.0.0.0"`` (every interface) or one interface's address. Use as a context manager or
+    call :meth:`close`. Raises :class:`ConfigError` if it cannot bind or for a bad port or
+    address (``None`` is refused: it would bind every interface),
+    :class:`InvalidArgumentTypeError` for a collector that is none (give a cache as
+    ``CacheCollector(cache)``)."""
 
     def __init__(self, *collectors: Collector, port: int = 0, addr: str = "127.0.0.1") -> None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ConfigError(f"port must be an int in 0..65535, got {port!r}")
+        if not isinstance(addr, str) or not addr:
+            raise ConfigError(f"addr must be an address to bind (\"127.0.0.1\", \"0.0.0.0\"), "
+                              f"got {addr!r}")
+        for collector in collectors:
+            _check_collector(collector)
         self.registry = CollectorRegistry()
         for collector in collectors:
             self.registry.register(collector)
@@ -46,3 +55,14 @@ class MetricsExporter:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _check_collector(collector: object) -> None:
+    """A collector is what prometheus-client scrapes: an object with ``collect()``."""
+    if callable(getattr(collector, "collect", None)):
+        return
+    hint = ""
+    if callable(getattr(collector, "stats", None)):
+        hint = " (wrap a cache in CacheCollector(cache))"
+    raise InvalidArgumentTypeError(f"MetricsExporter takes collectors{hint}, got "
+                                   f"{collector!r:.80}")

@@ -19,15 +19,21 @@ class StatsLogger:
     """Every ``every`` admitted requests, logs (logger ``radixkv.metrics``, at ``level``)
     the hit rate over those requests with why the rest missed, per component and reason;
     each pool's usage; and what was evicted since the previous line. :meth:`step` costs one
-    dict read until a line is due, then one ``stats()``."""
+    dict read until a line is due, then one ``stats()``. ``level`` is an int or, as
+    ``Logger.setLevel`` takes it, a level's name (``"INFO"``); ``logger`` a
+    ``logging.Logger`` or ``LoggerAdapter``. Raises :class:`ConfigError` for an unknown
+    level name or a bad ``every``, :class:`InvalidArgumentTypeError` for a wrong type."""
 
-    def __init__(self, cache: CacheBase, every: int = 100, level: int = logging.INFO,
-                 logger: logging.Logger = log) -> None:
+    def __init__(self, cache: CacheBase, every: int = 100, level: int | str = logging.INFO,
+                 logger: logging.Logger | logging.LoggerAdapter[logging.Logger] = log) -> None:
         if not isinstance(cache, CacheBase):
             raise InvalidArgumentTypeError(f"expected a PrefixCache, got {cache!r:.80}")
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ConfigError(f"every must be an int >= 1, got {every!r}")
-        self.cache, self.every, self.level, self.logger = cache, every, level, logger
+        if not isinstance(logger, (logging.Logger, logging.LoggerAdapter)):
+            raise InvalidArgumentTypeError(f"logger must be a logging.Logger, got {logger!r:.80}")
+        self.level = _level(level)
+        self.cache, self.every, self.logger = cache, every, logger
         self._last = cache.stats()
 
     def step(self) -> str | None:
@@ -39,6 +45,19 @@ class StatsLogger:
         self._last = now
         self.logger.log(self.level, "%s", line)
         return line
+
+
+def _level(level: object) -> int:
+    """A logging level as an int: an int as it is, a registered name (``"INFO"``, or one
+    added by ``logging.addLevelName``) as logging maps it."""
+    if isinstance(level, bool) or not isinstance(level, (int, str)):
+        raise InvalidArgumentTypeError(f"level must be an int or a level name, got {level!r}")
+    if isinstance(level, int):
+        return level
+    number = logging.getLevelName(level)  # an int for a registered name
+    if not isinstance(number, int):
+        raise ConfigError(f"unknown logging level {level!r} (e.g. \"INFO\", \"WARNING\")")
+    return number
 
 
 def summary(before: CacheStats, now: CacheStats) -> str:

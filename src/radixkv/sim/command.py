@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli import _at_least, output_file
+from .sizes import MAX_BLOCK, MAX_WORKLOAD_TOKENS, parse_capacity, workload_tokens
 
 COMBOS = ("full", "full+swa", "full+mamba", "full+swa+mamba")
 ROUTERS = ("round-robin", "least-loaded", "kv-aware")
@@ -19,6 +20,24 @@ WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
 
 
 _positive = _at_least(1)
+
+
+def capacity_option(text: str) -> str:
+    """argparse type of a capacity (``1M``, ``inf``): checked when the options are parsed,
+    kept as text (the runs parse it again)."""
+    try:
+        parse_capacity(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def block_option(text: str) -> int:
+    """argparse type of ``--block``: 1 to :data:`~radixkv.sim.sizes.MAX_BLOCK` tokens."""
+    value = _positive(text)
+    if value > MAX_BLOCK:
+        raise argparse.ArgumentTypeError(f"at most {MAX_BLOCK} tokens a hash id, got {value}")
+    return value
 
 
 def add_sim(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +79,7 @@ def _trace_options(parser: argparse.ArgumentParser, positional: bool) -> None:
                        help="only the first N requests")
     group.add_argument("--time-scale", type=float, default=1.0, metavar="F",
                        help="multiply the trace's timestamps (0.5: twice the rate)")
-    group.add_argument("--block", type=_positive, default=512, metavar="N",
+    group.add_argument("--block", type=block_option, default=512, metavar="N",
                        help="tokens per hash id (Mooncake traces: 512)")
 
 
@@ -68,7 +87,8 @@ def _setup_options(parser: argparse.ArgumentParser, default_capacity: list[str],
                    sweep: bool = False) -> None:
     many = "+" if sweep else None
     cache = parser.add_argument_group("cache")
-    cache.add_argument("--capacity", nargs="+", default=default_capacity, metavar="TOKENS",
+    cache.add_argument("--capacity", nargs="+", type=capacity_option,
+                       default=default_capacity, metavar="TOKENS",
                        help="FULL KV capacities: 1M, 500K, 2000000 or inf")
     cache.add_argument("--page-size", type=_positive, nargs=many,
                        default=[16] if sweep else 16, metavar="N")
@@ -84,7 +104,7 @@ def _setup_options(parser: argparse.ArgumentParser, default_capacity: list[str],
                        help="MAMBA: save states where the cache hints (branch points, prompt "
                        "ends) and every track interval (on), every track interval only "
                        "(off), or run both")
-    cache.add_argument("--host-capacity", default=None, metavar="TOKENS",
+    cache.add_argument("--host-capacity", type=capacity_option, default=None, metavar="TOKENS",
                        help="a host-memory tier of this many tokens (1M, 500K, ...) under every "
                        "run; copies take the preset's host_bandwidth (none: no host tier)")
     cache.add_argument("--write-policy", choices=WRITE_POLICIES, default="write_through",
@@ -113,7 +133,8 @@ def add_speed(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--turns", type=_positive, default=5, help="turns per chat")
     parser.add_argument("--user-len", type=_positive, default=128, help="tokens per message")
     parser.add_argument("--output-len", type=_positive, default=128, help="tokens per answer")
-    parser.add_argument("--capacity", default="1M", help="FULL KV capacity (tokens)")
+    parser.add_argument("--capacity", type=capacity_option, default="1M",
+                        help="FULL KV capacity (tokens)")
     parser.add_argument("--page-size", type=_positive, default=16)
     parser.add_argument("--rounds", type=_positive, default=3)
     parser.add_argument("--json", type=output_file, default=None, metavar="PATH",
@@ -123,6 +144,10 @@ def add_speed(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.sim_command not in ("run", "replay", "sweep"):
         print("radixkv sim: choose a command (run, replay, sweep)", file=sys.stderr)
+        return 2
+    too_big = _too_big(args)
+    if too_big is not None:
+        print(f"radixkv sim: error: {too_big}", file=sys.stderr)
         return 2
     from .runs import execute
 
@@ -149,3 +174,18 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
                 continue
         params[key.replace("-", "_")] = value
     return params
+
+
+def _too_big(args: argparse.Namespace) -> str | None:
+    """Why the generated workload is past :data:`~radixkv.sim.sizes.MAX_WORKLOAD_TOKENS`
+    (checked before it is generated), or ``None`` (bad parameters are left to the run)."""
+    if getattr(args, "trace", None) is not None:
+        return None
+    try:
+        tokens = workload_tokens(args.workload, parse_params(args.param))
+    except (TypeError, ValueError):
+        return None
+    if tokens <= MAX_WORKLOAD_TOKENS:
+        return None
+    return (f"the {args.workload} workload would generate about {tokens:,} tokens, past the "
+            f"simulator's limit of {MAX_WORKLOAD_TOKENS:,}: lower its --param sizes")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from .. import CacheConfig
@@ -12,25 +11,9 @@ from .cluster import SimConfig
 from .costs import PRESETS, CostModel
 from .engine import EngineConfig
 from .requests import SimRequest
+from .sizes import UNITS, parse_capacity
 
-UNITS = {"K": 1_000, "M": 1_000_000, "G": 1_000_000_000}
-
-
-def parse_capacity(text: str) -> int | None:
-    """``1M`` → 1,000,000; ``500K``; a plain integer; ``inf`` → ``None`` (unbounded)."""
-    text = text.strip()
-    if text.lower() in ("inf", "unbounded"):
-        return None
-    unit = UNITS.get(text[-1:].upper())
-    try:
-        value = float(text[:-1]) * unit if unit else float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0 or value != int(value):
-        raise ValueError(f"capacity must be a positive whole number of tokens (e.g. 300K, "
-                         f"1M, 4096, inf), got {text!r}")
-    return int(value)
-
+__all__ = ["UNITS", "Shape", "parse_capacity", "unbounded_capacity"]
 
 def unbounded_capacity(requests: list[SimRequest]) -> int:
     """Enough FULL slots to never evict: every token of every request."""

@@ -16,8 +16,10 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.config import normalise_ints
+from ..errors import ConfigError, ConfigTypeError
 from .backend import StorageBackend
+from .checks import check_bool, check_optional_int, check_seconds
 
 _LOW_WATER = 0.9
 _TMP = ".tmp"
@@ -27,7 +29,9 @@ _TMP = ".tmp"
 class FileStorageConfig:
     """``root``: the directory (created if missing; engines that share it share pages);
     ``capacity_bytes``: the size cap, ``None`` for none; ``fsync``: flush each page to disk
-    before it becomes visible (slower; survives a machine crash)."""
+    before it becomes visible (slower; survives a machine crash). Every field is checked
+    here: :class:`ConfigTypeError` for a wrong type (a bool cap, ``fsync="no"``),
+    :class:`ConfigError` for a bad value (an empty root, a cap <= 0)."""
 
     root: str | Path
     capacity_bytes: int | None = None
@@ -35,14 +39,22 @@ class FileStorageConfig:
     retry_after_s: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.capacity_bytes is not None and self.capacity_bytes <= 0:
-            raise ConfigError("FileStorageConfig.capacity_bytes must be positive or None")
+        normalise_ints(self)
+        if not isinstance(self.root, (str, os.PathLike)):
+            raise ConfigTypeError(f"FileStorageConfig.root must be a path, got {self.root!r}")
+        if not os.fspath(self.root):  # Path("") would be ".": pages wherever the engine runs
+            raise ConfigError("FileStorageConfig.root must not be empty")
+        check_optional_int("FileStorageConfig.capacity_bytes", self.capacity_bytes, 1)
+        check_bool("FileStorageConfig.fsync", self.fsync)
+        check_seconds("FileStorageConfig.retry_after_s", self.retry_after_s, positive=False)
 
 
 class FileStorage(StorageBackend):
     """Pages as files under ``config.root``; see :class:`StorageBackend` for the contract."""
 
     def __init__(self, config: FileStorageConfig) -> None:
+        if not isinstance(config, FileStorageConfig):
+            raise ConfigTypeError(f"FileStorage needs a FileStorageConfig, got {config!r:.80}")
         super().__init__(config.retry_after_s)
         self._config = config
         self._root = Path(config.root)

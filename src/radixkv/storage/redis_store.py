@@ -9,11 +9,14 @@ missing page at ``get_into``, or take the marker, which reads as absent: a miss 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.config import normalise_ints
+from ..errors import ConfigError, ConfigTypeError
 from .backend import StorageBackend
+from .checks import check_int, check_optional_int, check_seconds, check_text
 
 try:  # the `storage` extra
     import redis
@@ -21,6 +24,8 @@ try:  # the `storage` extra
     from redis.retry import Retry
 except ImportError:  # pragma: no cover - reported when a RedisStorage is built
     redis = None  # type: ignore[assignment]
+
+_MAX_PORT = 65535
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,9 @@ class RedisStorageConfig:
     those). ``timeout_s`` bounds every socket operation and ``retries`` how often one is
     tried again at once (a pooled connection is stale after a server restart); ``ttl_s``
     expires pages (``None``: only ``maxmemory`` evicts). ``retry_after_s``: see
-    :class:`StorageBackend`."""
+    :class:`StorageBackend`. Every field is checked here (a port past 65535 or a ``db``
+    that is no int would otherwise be a fault at every call): :class:`ConfigTypeError` for
+    a wrong type, :class:`ConfigError` for a bad value."""
 
     host: str = "127.0.0.1"
     port: int = 6379
@@ -44,11 +51,19 @@ class RedisStorageConfig:
     retry_after_s: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.timeout_s <= 0 or (self.ttl_s is not None and self.ttl_s <= 0):
-            raise ConfigError("RedisStorageConfig.timeout_s and ttl_s must be positive")
-        if self.retries < 0:
-            raise ConfigError("RedisStorageConfig.retries must be >= 0")
-        if not self.prefix or any(char in self.prefix for char in " *?[]"):
+        normalise_ints(self)
+        if isinstance(self.unix_socket, os.PathLike):
+            object.__setattr__(self, "unix_socket", os.fspath(self.unix_socket))
+        for name in ("host", "unix_socket", "password", "prefix"):
+            check_text(f"RedisStorageConfig.{name}", getattr(self, name),
+                       optional=name in ("unix_socket", "password"))
+        check_int("RedisStorageConfig.port", self.port, 1, _MAX_PORT)
+        check_int("RedisStorageConfig.db", self.db, 0)
+        check_int("RedisStorageConfig.retries", self.retries, 0)
+        check_optional_int("RedisStorageConfig.ttl_s", self.ttl_s, 1)
+        check_seconds("RedisStorageConfig.timeout_s", self.timeout_s, positive=True)
+        check_seconds("RedisStorageConfig.retry_after_s", self.retry_after_s, positive=False)
+        if any(char in self.prefix for char in " *?[]"):
             raise ConfigError("RedisStorageConfig.prefix must be non-empty, without glob chars")
 
 
@@ -57,6 +72,8 @@ class RedisStorage(StorageBackend):
     server that is down at start costs faults, not an exception."""
 
     def __init__(self, config: RedisStorageConfig) -> None:
+        if not isinstance(config, RedisStorageConfig):
+            raise ConfigTypeError(f"RedisStorage needs a RedisStorageConfig, got {config!r:.80}")
         if redis is None:
             raise ImportError("RedisStorage needs `redis`: pip install 'radixkv[storage]'")
         super().__init__(config.retry_after_s)

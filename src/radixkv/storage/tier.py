@@ -55,7 +55,8 @@ class StorageTierController:
         self.hasher = tree.log.hasher
         self.page = tree.page_size
         self.writes = StorageWrites(self.worker, self.components, self.layouts, self.buffers,
-                                    self.hasher, tree.page_bytes, tree.config.bigram)
+                                    self.hasher, tree.page_bytes, tree.config.bigram,
+                                    tree.log.limit if tree.log.enabled else None)
         self.pending: dict[tuple[Namespace, str], Prefetch] = {}
         self.draining: list[tuple[Prefetch, list[np.ndarray]]] = []
         """Taken prefetches whose reads still run, with the slots to free when they end."""
@@ -269,7 +270,8 @@ class StorageTierController:
             not_attached=c["not_attached"], cancelled=c["cancelled"], restores=c["restores"],
             restored_tokens=c["restored_tokens"], prefetches_in_flight=len(self.pending),
             queued_pages=w.queued_pages, written_pages=w.written_pages,
-            failed_pages=w.failed_pages, backend=self.worker.stats())
+            failed_pages=w.failed_pages, events_dropped=w.events.dropped,
+            backend=self.worker.stats())
 
     def check(self) -> None:
         """Raise :class:`InvariantError` unless every prefetch in flight still holds its

@@ -17,7 +17,9 @@ class StorageTierStats:
     ``cancelled`` (by a reset or close); ``restores`` that added nodes and the
     ``restored_tokens`` they added; ``prefetches_in_flight`` now. Writes:
     ``queued_pages`` (snapshotted for a put), ``written_pages`` (the store took them),
-    ``failed_pages``. ``backend``: the store's counters (:class:`StorageStats`: bytes,
+    ``failed_pages``; ``events_dropped``: STORAGE events discarded by a full event queue
+    (the bound is ``CacheConfig.event_queue_limit``, as for the device's events; a cache
+    without events queues none). ``backend``: the store's counters (:class:`StorageStats`: bytes,
     seconds per kind of call, faults by kind)."""
 
     prefetches: int
@@ -33,6 +35,7 @@ class StorageTierStats:
     queued_pages: int
     written_pages: int
     failed_pages: int
+    events_dropped: int
     backend: StorageStats
 
     @property

@@ -17,6 +17,7 @@ from ..core.events import BlockStored, KVEvent, block_stored
 from ..core.hashing import PageHash, page_digests
 from ..core.keys import unpack_tokens
 from ..core.node import Node
+from .event_queue import EventQueue
 from .layout import StorageLayout
 from .rows import PageRows
 from .worker import StorageWorker
@@ -38,15 +39,17 @@ class StorageWrites:
 
     def __init__(self, worker: StorageWorker, components: Sequence[Component],
                  layouts: Sequence[StorageLayout], buffers: Sequence[np.ndarray],
-                 hasher: PageHash, page_bytes: int, bigram: bool) -> None:
+                 hasher: PageHash, page_bytes: int, bigram: bool,
+                 event_limit: int | None) -> None:
         self.worker, self.components, self.layouts = worker, list(components), list(layouts)
         self.buffers, self.hasher = buffers, hasher
         self.page_bytes, self.bigram = page_bytes, bigram
         self.outbox: list[list[tuple[list[str], np.ndarray, BlockStored | None]]] = [
             [] for _ in self.components]
         self.puts: list[_Put] = []
-        self.events: list[KVEvent] = []
-        """STORAGE events of landed puts, until taken."""
+        self.events = EventQueue(event_limit)
+        """STORAGE events of landed puts, until taken (``event_limit`` at most; ``None``:
+        the cache has events off and none is built)."""
         self.queued_pages = self.written_pages = self.failed_pages = 0
 
     def queue(self, node: Node, index: int, slots: np.ndarray) -> None:
@@ -59,7 +62,7 @@ class StorageWrites:
         keys = layout.keys(digests if component.per_token else digests[-1:])
         rows = np.take(self.buffers[index], slots, axis=0)
         event = None
-        if component.publishes_events:
+        if component.publishes_events and self.events.enabled:
             event = self._event(node, digests)
         self.outbox[index].append((keys, rows, event))
         self.queued_pages += len(keys)
@@ -80,7 +83,8 @@ class StorageWrites:
         engine's stream then names them, so pages it writes below them chain to pages a
         router saw on the same stream. They follow every write queued before (one empty
         job after the outbox's puts, on the same ordered I/O thread)."""
-        if not nodes or not any(c.publishes_events for c in self.components):
+        if not nodes or not self.events.enabled \
+                or not any(c.publishes_events for c in self.components):
             return
         events: list[BlockStored | None] = [
             self._event(node, page_digests(node, self.page_bytes, self.hasher))
@@ -119,12 +123,11 @@ class StorageWrites:
             self.failed_pages += len(flags) - stored
             for (low, high), event in zip(put.spans, put.events):
                 if event is not None and all(flags[low:high]):
-                    self.events.append(event)
+                    self.events.push(event)
         self.puts = still
 
     def take_events(self) -> list[KVEvent]:
-        events, self.events = self.events, []
-        return events
+        return self.events.take()
 
 
 def _nothing(_backend: object) -> list[bool]:
