@@ -24,6 +24,7 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
     prompt = sum(r.prompt_len for r in served)
     hits = sum(r.hit for r in served)
     host_hits = sum(r.host_hit for r in served)
+    recomputed = sum(r.recomputed for r in served)
     tiered = result.config.engine.cache.host is not None
     losses = {name: sum(r.losses.get(name, 0) for r in served) for name in REASONS}
     ideal = prompt - sum(losses[name] for name in ("not_cached_yet", "other_namespace",
@@ -45,8 +46,9 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
         "hit_rate_by_component": _by_component(result, hits, losses, prompt),
         "ideal_hit_rate": _ratio(ideal, prompt),
         "gap_to_unbounded": _ratio(ideal - hits, prompt),
-        "prefill_tokens_computed": prompt - hits,
+        "prefill_tokens_computed": prompt - hits + recomputed,
         "prefill_tokens_saved": hits,
+        "recomputed_tokens": recomputed,
         "losses": losses,
         "hit_length_histogram": _histogram([r.hit for r in served]),
         "hit_rate_by_turn": _by_turn(served),
@@ -182,5 +184,6 @@ def records_table(records: list[RequestRecord]) -> list[dict[str, Any]]:
     """Per-request rows for the JSON file."""
     return [{"rid": r.rid, "engine": r.engine, "arrival": r.arrival, "prompt": r.prompt_len,
              "output": r.output_len, "hit": r.hit, "ttft": r.ttft, "latency": r.latency,
-             "host_hit": r.host_hit, "preemptions": r.preemptions, "rejected": r.rejected}
+             "host_hit": r.host_hit, "preemptions": r.preemptions,
+             "recomputed": None if r.rejected else r.recomputed, "rejected": r.rejected}
             for r in records]

@@ -27,7 +27,8 @@ def render(report: dict[str, Any]) -> str:
              f"gap {_pct(report['gap_to_unbounded'])})  "
              f"requests with a hit {_pct(report['request_hit_rate'])}",
              f"prefill tokens computed {report['prefill_tokens_computed']:,}  "
-             f"saved {report['prefill_tokens_saved']:,}"]
+             f"saved {report['prefill_tokens_saved']:,}  "
+             f"recomputed after preemption {report['recomputed_tokens']:,}"]
     tiers = report["hit_rate_by_tier"]
     if tiers["host"] is not None:
         lines.append(f"token hit rate by tier: device {_pct(tiers['device']).strip()}  "
