@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from radixkv.sim import bound
 from radixkv.sim.requests import SimRequest
 from radixkv.tiers import HostTier
 
@@ -77,7 +78,9 @@ def test_no_request_hits_more_than_earlier_requests_had(
         result = run(requests, capacity=PAGE * pages, decode_reserve=reserve,
                      max_batch_tokens=budget, cache=cache,
                      cost=replace(UNIT_COST, host_bandwidth=4.0))
-    for record, allowed in zip(result.records, allowed_hits(requests, PAGE), strict=True):
+    allowed_by_hand = allowed_hits(requests, PAGE)
+    assert bound.allowed_hits(requests, PAGE) == allowed_by_hand  # the trace's own bound
+    for record, allowed in zip(result.records, allowed_by_hand, strict=True):
         if record.rejected:
             continue
         assert 0 <= record.host_hit <= record.hit <= allowed

@@ -15,6 +15,23 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{1000 * value:8.1f}"
 
 
+def _share(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
+
+
+def render_bound(bound: dict[str, Any]) -> str:
+    """The trace's reuse bound at one page size, overall and per namespace."""
+    line = (f"trace's reuse bound at page {bound['page_size']}: "
+            f"{_pct(bound['token_hit_rate']).strip()} of prompt tokens "
+            f"({bound['reusable_tokens']:,} of {bound['prompt_tokens']:,}; every earlier "
+            "prefix reused, page-exact)")
+    spaces = bound["by_namespace"]
+    if len(spaces) > 1:
+        line += "\n  by namespace: " + "  ".join(
+            f"{name} {_pct(space['token_hit_rate']).strip()}" for name, space in spaces.items())
+    return line
+
+
 def render(report: dict[str, Any]) -> str:
     """A readable block for one run."""
     lines = [f"== {report['label']} ==",
@@ -29,6 +46,12 @@ def render(report: dict[str, Any]) -> str:
              f"prefill tokens computed {report['prefill_tokens_computed']:,}  "
              f"saved {report['prefill_tokens_saved']:,}  "
              f"recomputed after preemption {report['recomputed_tokens']:,}"]
+    bound = report.get("reuse_bound")
+    if bound is not None:
+        lines.append(f"trace's reuse bound {_pct(bound['token_hit_rate']).strip()} (every "
+                     f"earlier prefix reused, page-exact): this run reached "
+                     f"{_pct(_share(report['token_hit_rate'], bound['token_hit_rate'])).strip()}"
+                     " of it")
     tiers = report["hit_rate_by_tier"]
     if tiers["host"] is not None:
         lines.append(f"token hit rate by tier: device {_pct(tiers['device']).strip()}  "
@@ -59,13 +82,20 @@ def render(report: dict[str, Any]) -> str:
 def render_table(reports: list[dict[str, Any]]) -> str:
     """One line per run: the comparison table of a sweep or a replay."""
     host = any(r["hit_rate_by_tier"]["host"] is not None for r in reports)
-    head = (f"{'run':<34} {'hit rate':>8} {'unbounded':>9} {'TTFT p50':>9} {'TTFT p99':>9}"
+    head = (f"{'run':<34} {'hit rate':>8} {'unbounded':>9} {'bound':>6} {'TTFT p50':>9}"
+            f" {'TTFT p99':>9}"
             f" {'preempt':>7}" + (f" {'of it host':>10}" if host else ""))
     rows = [head, "-" * len(head)]
     for report in reports:
         ttft = report["ttft_s"]
         tier = f" {_pct(report['hit_rate_by_tier']['host']):>10}" if host else ""
         rows.append(f"{report['label']:<34} {_pct(report['token_hit_rate']):>8} "
-                    f"{_pct(report['ideal_hit_rate']):>9} {_ms(ttft['p50']):>9} "
+                    f"{_pct(report['ideal_hit_rate']):>9} {_pct(_bound(report)):>6} "
+                    f"{_ms(ttft['p50']):>9} "
                     f"{_ms(ttft['p99']):>9} {report['preempted']:>7}{tier}")
     return "\n".join(rows)
+
+
+def _bound(report: dict[str, Any]) -> float | None:
+    bound = report.get("reuse_bound")
+    return None if bound is None else float(bound["token_hit_rate"])
