@@ -92,6 +92,7 @@ class SimEngine:
         self.samples: list[tuple[float, ...]] = []
         self._next_sample = 0.0
         self.steps = self.preemptions = 0
+        self.busy_seconds = 0.0  # simulated time spent running steps (not idle, not waiting)
         self._unprefilled = 0  # prompt tokens of running requests still to prefill
         self._waiting_tokens = 0  # prompt tokens of waiting requests
         self._submitted = 0  # requests submitted so far (each job's submission number)
@@ -222,7 +223,9 @@ class SimEngine:
         batch = decoding + sum(job.computed - past for job, past in chunks)
         elapsed = cost.matmuls(batch) + sum(
             cost.prefill(job.computed - past, past) for job, past in chunks)
-        self.now += elapsed + self._decode_time()
+        elapsed += self._decode_time()
+        self.now += elapsed
+        self.busy_seconds += elapsed
         finished = self.batch.advance(1) if decoding else []
         self.prefilling = [job for job in self.prefilling if job.computed < job.prompt_len]
         for job, _ in chunks:
@@ -269,7 +272,9 @@ class SimEngine:
             if count != size:  # preemptions left a smaller batch
                 per_step = self.cost.matmuls(count) + self._decode_time()
             growth = count * steps * (steps - 1) / 2 * self.cost.full_layers
-            self.now += steps * per_step + growth * self.cost.kv_read
+            elapsed = steps * per_step + growth * self.cost.kv_read
+            self.now += elapsed
+            self.busy_seconds += elapsed
         self._complete(batch.advance(steps) if count else [], done)
 
     def _decode_time(self) -> float:
