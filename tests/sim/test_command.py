@@ -49,9 +49,18 @@ def test_sim_replay_runs_each_capacity_of_a_mooncake_style_trace(
     assert code == 0
     out = capsys.readouterr().out
     assert "12 requests" in out and "hit rate" in out
-    runs = json.loads((tmp_path / "out" / "report.json").read_text())["runs"]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    runs = report["runs"]
     assert [r["label"] for r in runs] == ["full 2K", "full inf"]
     assert runs[0]["token_hit_rate"] <= runs[1]["token_hit_rate"]
+    # the trace's bound: r1 and r2 reuse block 0 (512 tokens), r3..r11 blocks 0 and i % 3
+    # (1,024), of 12 × 1,200 prompt tokens; the unbounded run, 100 ms apart, reaches it
+    bound = {"page_size": 16, "token_hit_rate": 10_240 / 14_400, "reusable_tokens": 10_240,
+             "prompt_tokens": 14_400}
+    bound["by_namespace"] = {"default": {k: v for k, v in bound.items() if k != "page_size"}}
+    assert report["reuse_bound"] == [bound] and runs[1]["reuse_bound"] == bound
+    assert runs[1]["token_hit_rate"] == bound["token_hit_rate"]
+    assert "trace's reuse bound at page 16: 71.1% of prompt tokens (10,240 of 14,400" in out
     assert (tmp_path / "out" / "hit_rate.png").stat().st_size > 0
 
 

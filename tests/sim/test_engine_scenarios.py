@@ -76,15 +76,17 @@ def test_memory_pressure_preempts_the_newest_request_and_both_finish() -> None:
     # step that preempts admits no one. At 9, 13 and 17 r0's growth comes first and evicts
     # r1's cached prompt a page at a time, so r1's re-admission never fits while r0 runs. r0
     # finishes at 20 (19 decode steps after its first token); r1 is admitted again at 20 with
-    # nothing left to reuse (its 8 reusable tokens were held, then evicted), prefills (21)
-    # and finishes 19 steps later.
+    # nothing left to reuse (its own 8 reusable tokens were held, then evicted), prefills
+    # (21) and finishes 19 steps later: its whole prompt computed twice. No earlier request
+    # had r1's tokens, so they are never_seen, not evicted hits.
     workload = [request(0, 0.0, tokens(0, 12), output=20),
                 request(1, 0.0, tokens(300, 12), output=20)]
     result = run(workload, capacity=32, decode_reserve=4)
     older, newer = result.records
     assert (older.preemptions, older.first_token, older.finished) == (0, 1.0, 20.0)
     assert (newer.preemptions, newer.first_token, newer.finished) == (1, 1.0, 40.0)
-    assert newer.hit == 0 and newer.losses["evicted_full"] == 8
+    assert (newer.hit, newer.prefilled, newer.recomputed) == (0, 24, 12)
+    assert newer.losses["never_seen"] == 8 and newer.losses["evicted_full"] == 0
     assert not older.rejected and not newer.rejected
     assert result.engines[0].preemptions == 1
 
@@ -94,8 +96,10 @@ def test_the_older_of_two_that_cannot_share_is_never_preempted_and_both_finish()
     # admitted at 0, first token at 1, and holds 16 slots (8 + 7 fed) until it finishes at
     # 8. r1 arrives at 3: its prompt fits the last 8 slots (first token at 4) but its
     # answer does not, so r1 itself is preempted, not the older r0. r1 waits until r0 is
-    # done, reuses its first page (4 tokens), prefills the rest (8 → 9) and decodes 7 steps.
-    # Choosing the victim by admission order instead made them preempt each other forever.
+    # done, finds its own first page (4 tokens) cached, prefills the rest (8 → 9) and
+    # decodes 7 steps. Choosing the victim by admission order instead made them preempt
+    # each other forever. That page is r1's own work, not a hit: no earlier request had
+    # it. r1 computed 8 + 4 prompt tokens: 4 of them twice (recomputation).
     workload = [request(0, 0.0, tokens(0, 8), output=8),
                 request(1, 3.0, tokens(300, 8), output=8)]
     with bounded_steps(1000):
@@ -103,7 +107,9 @@ def test_the_older_of_two_that_cannot_share_is_never_preempted_and_both_finish()
     older, newer = result.records
     assert (older.preemptions, older.first_token, older.finished) == (0, 1.0, 8.0)
     assert (newer.preemptions, newer.first_token, newer.finished) == (1, 4.0, 16.0)
-    assert newer.hit == 4 and not newer.rejected
+    assert (newer.hit, newer.prefilled, newer.recomputed) == (0, 12, 4)
+    assert newer.losses == dict.fromkeys(REASONS, 0) | {"never_seen": 4, "uncacheable_tail": 4}
+    assert not newer.rejected
     assert result.engines[0].preemptions == 1
 
 

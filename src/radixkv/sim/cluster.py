@@ -19,14 +19,12 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from ..progress import Progress
 from .engine import EngineConfig, SimEngine
 from .jobs import Job
 from .keys import PrefixIndex, SequenceKeys, namespace_salt
 from .records import RequestRecord
-from .requests import SimRequest, check_workload
+from .requests import SimRequest, cached_parts, check_workload
 
 ROUTERS = ("round-robin", "least-loaded", "kv-aware")
 """``round-robin``: engines in turn. ``least-loaded``: fewest requests queued or running,
@@ -129,7 +127,7 @@ class _Run:
                                       turn=_turn(r)) for r in requests]
         self._record = {r.rid: (index, record)
                         for index, (r, record) in enumerate(zip(requests, self.records))}
-        self.keys = SequenceKeys([_cached_parts(r) for r in requests], self.page)
+        self.keys = SequenceKeys([cached_parts(r) for r in requests], self.page)
         self.children: dict[int, list[SimRequest]] = defaultdict(list)
         self.arrivals: list[tuple[float, int, SimRequest]] = []
         for request in requests:
@@ -190,14 +188,6 @@ class _Run:
         self.done += 1
         if self.progress is not None:
             self.progress(self.done, len(self.records))
-
-
-def _cached_parts(request: SimRequest) -> tuple[np.ndarray, ...]:
-    """What the request may cache: its prompt and, when its answer is cached, the fed part
-    of the answer (all but the last token)."""
-    if request.cache_output and len(request.output) > 1:
-        return request.prompt, request.output[:-1]
-    return (request.prompt,)
 
 
 def _turn(request: SimRequest) -> int | None:

@@ -92,6 +92,7 @@ class SimEngine:
         self.samples: list[tuple[float, ...]] = []
         self._next_sample = 0.0
         self.steps = self.preemptions = 0
+        self.busy_seconds = 0.0  # simulated time spent running steps (not idle, not waiting)
         self._unprefilled = 0  # prompt tokens of running requests still to prefill
         self._waiting_tokens = 0  # prompt tokens of waiting requests
         self._submitted = 0  # requests submitted so far (each job's submission number)
@@ -112,6 +113,7 @@ class SimEngine:
             self.now = now
         job.record.engine = self.index
         job.submission, self._submitted = self._submitted, self._submitted + 1
+        job.waiting_since = now
         self.waiting.append(job)
         self._waiting_tokens += job.prompt_len
 
@@ -185,19 +187,26 @@ class SimEngine:
             budget -= job.prompt_len - job.computed
             self._unprefilled += job.prompt_len - job.computed
 
-    def _record_admission(self, job: Job, hit: int) -> None:
-        record = job.record
-        record.hit, record.host_hit = hit, job.host_hit
+    def _record_admission(self, job: Job, cached: int) -> None:
+        """Record the admission of ``job`` with ``cached`` prompt tokens reused. Only what
+        earlier requests had (``job.seen``) counts: after a preemption the cache also holds
+        the pages this request computed itself, which are neither hits nor losses."""
+        record, seen = job.record, job.seen
+        hit = min(cached, seen)
+        # the host's part is the prefix's end: what the cap takes comes off it first
+        record.hit, record.host_hit = hit, max(0, job.host_hit - (cached - hit))
         if record.admitted is None:
             record.admitted = self.now
+        if record.first_token is None:
+            record.queued += self.now - job.waiting_since
         keys, resident = job.keys, None
         if self.resident is not None:
             self._drain_events()
-            resident = self.resident.longest(keys)
-        held = self.held_once.longest(keys)
-        computed = held if self.computed_once is self.held_once else (
-            self.computed_once.longest(keys))
-        bounds = (resident, held, computed, job.seen, job.seen_any)
+            resident = min(self.resident.longest(keys), seen)
+        held = min(self.held_once.longest(keys), seen)
+        computed = held if self.computed_once is self.held_once else min(
+            self.computed_once.longest(keys), seen)
+        bounds = (resident, held, computed, seen, job.seen_any)
         record.losses = partition(job.prompt_len, self.page, hit, bounds)
 
     def _reject(self, job: Job, done: list[Job]) -> None:
@@ -214,7 +223,9 @@ class SimEngine:
         batch = decoding + sum(job.computed - past for job, past in chunks)
         elapsed = cost.matmuls(batch) + sum(
             cost.prefill(job.computed - past, past) for job, past in chunks)
-        self.now += elapsed + self._decode_time()
+        elapsed += self._decode_time()
+        self.now += elapsed
+        self.busy_seconds += elapsed
         finished = self.batch.advance(1) if decoding else []
         self.prefilling = [job for job in self.prefilling if job.computed < job.prompt_len]
         for job, _ in chunks:
@@ -235,6 +246,7 @@ class SimEngine:
             self._unprefilled -= tokens
             budget -= tokens
             chunks.append((job, past))
+            job.record.prefilled += tokens
             held = self.ops.prefill(job, tokens)
             self._remember(job.keys, past, held, job.computed)
         return chunks
@@ -260,7 +272,9 @@ class SimEngine:
             if count != size:  # preemptions left a smaller batch
                 per_step = self.cost.matmuls(count) + self._decode_time()
             growth = count * steps * (steps - 1) / 2 * self.cost.full_layers
-            self.now += steps * per_step + growth * self.cost.kv_read
+            elapsed = steps * per_step + growth * self.cost.kv_read
+            self.now += elapsed
+            self.busy_seconds += elapsed
         self._complete(batch.advance(steps) if count else [], done)
 
     def _decode_time(self) -> float:
@@ -313,6 +327,7 @@ class SimEngine:
         self._drop(job)
         self.ops.abort(job)
         job.record.preemptions += 1
+        job.waiting_since = self.now
         self.preemptions += 1
         self.waiting.appendleft(job)
         self._waiting_tokens += job.prompt_len

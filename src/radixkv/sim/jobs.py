@@ -29,11 +29,12 @@ class Job:
     this prompt (this namespace / any), set on arrival. ``base`` and ``generation``: see
     :class:`~radixkv.sim.batch.DecodeBatch`. ``host_hit``: prompt tokens its last
     admission loads back from the host tier. ``submission``: how many requests its engine
-    took before it (preemption picks the newest)."""
+    took before it (preemption picks the newest). ``waiting_since``: when it last joined
+    its engine's queue."""
 
     __slots__ = ("base", "computed", "extended", "fed", "generation", "hints", "host_hit", "keys",
                  "lease", "output_len", "prompt_len", "record", "request", "salt", "seen",
-                 "seen_any", "sequence_keys", "submission")
+                 "seen_any", "sequence_keys", "submission", "waiting_since")
 
     def __init__(self, request: SimRequest, record: RequestRecord, sequence_keys: list[int],
                  page: int, salt: int) -> None:
@@ -45,6 +46,7 @@ class Job:
         self.host_hit = 0
         self.base = self.generation = 0
         self.submission = 0
+        self.waiting_since = 0.0
         self.hints: tuple[int, ...] = ()
         self.prompt_len, self.output_len = len(request.prompt), len(request.output)
 

@@ -41,7 +41,7 @@ def series_name(report: Report) -> str:
 
 def hit_rate_vs_capacity(reports: list[Report], path: Path, title: str = "") -> Path:
     """Token hit rate against FULL capacity (log axis), one line per policy/shape, with the
-    unbounded cache's rate dotted."""
+    trace's reuse bound dotted (one line per page size; none for reports without it)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     lines: dict[str, list[Report]] = defaultdict(list)
@@ -51,8 +51,7 @@ def hit_rate_vs_capacity(reports: list[Report], path: Path, title: str = "") -> 
         group.sort(key=lambda r: r["config"]["capacity"])
         xs = [r["config"]["capacity"] for r in group]
         ax.plot(xs, [100 * r["token_hit_rate"] for r in group], marker="o", label=name)
-    ideal = max(r["ideal_hit_rate"] for r in reports)
-    ax.axhline(100 * ideal, linestyle=":", color="grey", label="every earlier prefix reused")
+    _draw_bounds(ax, reports)
     ax.set_xscale("log")
     ax.set_xlabel("device KV capacity (tokens)")
     ax.set_ylabel("prompt tokens served from cache (%)")
@@ -61,6 +60,16 @@ def hit_rate_vs_capacity(reports: list[Report], path: Path, title: str = "") -> 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def _draw_bounds(ax: Any, reports: list[Report]) -> None:
+    """The trace's reuse bound of each page size among ``reports``, dotted."""
+    bounds = {r["reuse_bound"]["page_size"]: r["reuse_bound"]["token_hit_rate"]
+              for r in reports if r.get("reuse_bound") is not None}
+    for number, (page, rate) in enumerate(sorted(bounds.items())):
+        name = "trace's reuse bound" + (f", page {page}" if len(bounds) > 1 else "")
+        ax.axhline(100 * rate, linestyle=":", color="grey", alpha=1.0 - 0.25 * (number % 3),
+                   label=f"{name}: {100 * rate:.1f}% (every earlier prefix reused)")
 
 
 def ttft_cdf(samples: list[tuple[str, list[float]]], path: Path) -> Path:

@@ -27,9 +27,13 @@ REASONS = ("hit", "evicted_full", "swa_mamba_missing", "never_cached", "not_cach
 @dataclass(slots=True)
 class RequestRecord:
     """Times are simulated seconds; ``None`` for what did not happen. ``hit``: prompt
-    tokens reused at the (last) admission. ``rejected``: could never fit in memory.
-    ``turn``: the request's turn in its chat or agent loop (workloads that have turns).
-    ``host_hit``: the part of ``hit`` loaded back from the host tier."""
+    tokens reused at the (last) admission that earlier requests had (what the request
+    itself computed before a preemption is not a hit). ``rejected``: could never fit in
+    memory. ``turn``: the request's turn in its chat or agent loop (workloads that have
+    turns). ``host_hit``: the part of ``hit`` loaded back from the host tier.
+    ``prefilled``: prompt tokens this request computed, over all its admissions.
+    ``queued``: seconds it waited in a queue before its first token (at arrival, and
+    again after a preemption); the rest of its TTFT is service."""
 
     rid: int
     arrival: float
@@ -45,6 +49,8 @@ class RequestRecord:
     losses: dict[str, int] = field(default_factory=dict)
     turn: int | None = None
     host_hit: int = 0
+    prefilled: int = 0
+    queued: float = 0.0
 
     @property
     def ttft(self) -> float | None:
@@ -55,6 +61,12 @@ class RequestRecord:
         if self.finished is None or self.rejected:
             return None
         return self.finished - self.arrival
+
+    @property
+    def recomputed(self) -> int:
+        """Prompt tokens computed more than once (after a preemption): what it computed
+        beyond the uncached part of its prompt."""
+        return self.prefilled - (self.prompt_len - self.hit)
 
 
 def partition(length: int, page: int, hit: int, bounds: tuple[int | None, int, int, int, int]

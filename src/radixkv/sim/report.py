@@ -10,9 +10,9 @@ import numpy as np
 
 from .cluster import SimResult
 from .jobs import component_names
+from .load import load_report, percentiles
 from .records import REASONS, RequestRecord
 
-PERCENTILES = (50, 90, 99)
 HIT_BINS = (0, 1, 256, 1024, 4096, 16384, 65536)
 MAX_SAMPLES = 400
 
@@ -24,6 +24,7 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
     prompt = sum(r.prompt_len for r in served)
     hits = sum(r.hit for r in served)
     host_hits = sum(r.host_hit for r in served)
+    recomputed = sum(r.recomputed for r in served)
     tiered = result.config.engine.cache.host is not None
     losses = {name: sum(r.losses.get(name, 0) for r in served) for name in REASONS}
     ideal = prompt - sum(losses[name] for name in ("not_cached_yet", "other_namespace",
@@ -45,14 +46,16 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
         "hit_rate_by_component": _by_component(result, hits, losses, prompt),
         "ideal_hit_rate": _ratio(ideal, prompt),
         "gap_to_unbounded": _ratio(ideal - hits, prompt),
-        "prefill_tokens_computed": prompt - hits,
+        "prefill_tokens_computed": prompt - hits + recomputed,
         "prefill_tokens_saved": hits,
+        "recomputed_tokens": recomputed,
         "losses": losses,
         "hit_length_histogram": _histogram([r.hit for r in served]),
         "hit_rate_by_turn": _by_turn(served),
-        "ttft_s": _percentiles([r.ttft for r in served]),
-        "latency_s": _percentiles([r.latency for r in served]),
+        "ttft_s": percentiles([r.ttft for r in served]),
+        "latency_s": percentiles([r.latency for r in served]),
         "simulated_seconds": result.sim_seconds,
+        "load": load_report(records, [engine.busy_seconds for engine in result.engines]),
         "wall_seconds": result.wall_seconds,
         "requests_per_wall_second": _ratio(len(records), result.wall_seconds),
         "engines": [_engine(engine) for engine in result.engines],
@@ -136,15 +139,6 @@ def _ratio(part: float, whole: float) -> float:
     return float(part) / whole if whole else 0.0
 
 
-def _percentiles(values: list[float | None]) -> dict[str, float | None]:
-    present = np.array([v for v in values if v is not None], dtype=np.float64)
-    found: dict[str, float | None] = dict.fromkeys([f"p{p}" for p in PERCENTILES] + ["mean"])
-    if present.size:
-        found.update({f"p{p}": float(np.percentile(present, p)) for p in PERCENTILES})
-        found["mean"] = float(present.mean())
-    return found
-
-
 def _by_component(result: SimResult, hits: int, losses: dict[str, int],
                   prompt: int) -> dict[str, float | None]:
     """What each component alone would have served: FULL its resident prefixes (known from
@@ -182,5 +176,6 @@ def records_table(records: list[RequestRecord]) -> list[dict[str, Any]]:
     """Per-request rows for the JSON file."""
     return [{"rid": r.rid, "engine": r.engine, "arrival": r.arrival, "prompt": r.prompt_len,
              "output": r.output_len, "hit": r.hit, "ttft": r.ttft, "latency": r.latency,
-             "host_hit": r.host_hit, "preemptions": r.preemptions, "rejected": r.rejected}
+             "queued": r.queued, "host_hit": r.host_hit, "preemptions": r.preemptions,
+             "recomputed": None if r.rejected else r.recomputed, "rejected": r.rejected}
             for r in records]

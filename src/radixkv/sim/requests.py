@@ -89,6 +89,14 @@ def block_tokens(block_ids: np.ndarray, block: int, length: int, salt: int = 0) 
     return tokens
 
 
+def cached_parts(request: SimRequest) -> tuple[np.ndarray, ...]:
+    """What the request may cache: its prompt and, when its answer is cached, the fed part
+    of the answer (all but the last token)."""
+    if request.cache_output and len(request.output) > 1:
+        return request.prompt, request.output[:-1]
+    return (request.prompt,)
+
+
 def check_workload(requests: list[SimRequest]) -> None:
     """Raise ``ValueError`` unless ids are unique and every parent comes earlier."""
     seen: set[int] = set()

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from ..progress import ProgressBar
+from .bound import reuse_bound
 from .command import parse_params
 from .parallel import PlannedRun, default_jobs, run_plan
 from .requests import SimRequest
 from .setup import Shape, parse_capacity
-from .summary import render, render_table
+from .summary import render, render_bound, render_table
 from .trace import TraceConfig, load_trace
 from .workloads import make_workload
 
@@ -106,10 +107,12 @@ def execute(args: argparse.Namespace) -> int:
     _check_before_running(plan, requests, args.out)
     jobs = default_jobs() if args.jobs is None else args.jobs
     reports, ttfts, rows = [], [], {}
-    print(f"{name}: {len(requests)} requests, "
-          f"{sum(len(r.prompt) for r in requests):,} prompt tokens", flush=True)
+    bounds = {page: reuse_bound(requests, page)
+              for page in dict.fromkeys(shape.page_size for shape in setups)}
+    _print_header(name, requests, bounds)
     started = time.perf_counter()
     for run, output in run_plan(requests, plan, jobs, ProgressBar(args.progress)):
+        output.report["reuse_bound"] = bounds[run.shape.page_size]
         reports.append(output.report)
         ttfts.append((run.label, output.ttft))
         rows[run.label] = output.rows
@@ -119,8 +122,16 @@ def execute(args: argparse.Namespace) -> int:
         workers = min(jobs, len(plan))
         print(f"{len(plan)} runs in {time.perf_counter() - started:.1f} s of wall time "
               f"({workers} at a time)")
-    _write(args.out, name, reports, rows, ttfts, plots=not args.no_plots)
+    _write(args.out, {"workload": name, "reuse_bound": list(bounds.values()), "runs": reports,
+                      "requests": rows}, ttfts, plots=not args.no_plots)
     return 0
+
+
+def _print_header(name: str, requests: list[SimRequest], bounds: dict[int, Any]) -> None:
+    print(f"{name}: {len(requests)} requests, "
+          f"{sum(len(r.prompt) for r in requests):,} prompt tokens", flush=True)
+    for bound in bounds.values():
+        print(render_bound(bound), flush=True)
 
 
 def _short(count: int) -> str:
@@ -130,10 +141,11 @@ def _short(count: int) -> str:
     return str(count)
 
 
-def _write(out: Path, name: str, reports: list[dict[str, Any]],
-           rows: dict[str, Any], ttfts: list[tuple[str, list[float]]], plots: bool) -> None:
+def _write(out: Path, document: dict[str, Any], ttfts: list[tuple[str, list[float]]],
+           plots: bool) -> None:
+    """report.json (``document``) and the plots of its runs."""
+    name, reports = document["workload"], document["runs"]
     out.mkdir(parents=True, exist_ok=True)
-    document = {"workload": name, "runs": reports, "requests": rows}
     (out / "report.json").write_text(json.dumps(document, indent=1) + "\n")
     written = [out / "report.json"]
     if plots and importlib.util.find_spec("matplotlib") is None:

@@ -15,6 +15,40 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{1000 * value:8.1f}"
 
 
+def _share(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
+
+
+def render_bound(bound: dict[str, Any]) -> str:
+    """The trace's reuse bound at one page size, overall and per namespace."""
+    line = (f"trace's reuse bound at page {bound['page_size']}: "
+            f"{_pct(bound['token_hit_rate']).strip()} of prompt tokens "
+            f"({bound['reusable_tokens']:,} of {bound['prompt_tokens']:,}; every earlier "
+            "prefix reused, page-exact)")
+    spaces = bound["by_namespace"]
+    if len(spaces) > 1:
+        line += "\n  by namespace: " + "  ".join(
+            f"{name} {_pct(space['token_hit_rate']).strip()}" for name, space in spaces.items())
+    return line
+
+
+def _load_lines(load: dict[str, Any]) -> list[str]:
+    """Offered load against capacity, the spans, and a warning when the engines fell behind."""
+    def number(value: float | None, digits: int = 0) -> str:
+        return "-" if value is None else f"{value:,.{digits}f}"
+
+    lines = [f"load: offered {number(load['offered_tokens_per_s'])} tokens/s, served "
+             f"{number(load['capacity_tokens_per_s'])} tokens/s while busy (offered load "
+             f"{number(load['offered_load'], 2)}); simulated span "
+             f"{number(load['simulated_span_s'], 1)} s for the trace's "
+             f"{number(load['trace_span_s'], 1)} s; queueing "
+             f"{100 * load['ttft_queue_share']:.0f}% of TTFT"]
+    if load["warning"] is not None:
+        lines.append(f"WARNING: {load['warning']}. TTFT is mostly queueing, and the hit "
+                     "rate depends on the cost model (docs/simulator.md, Overload)")
+    return lines
+
+
 def render(report: dict[str, Any]) -> str:
     """A readable block for one run."""
     lines = [f"== {report['label']} ==",
@@ -27,7 +61,14 @@ def render(report: dict[str, Any]) -> str:
              f"gap {_pct(report['gap_to_unbounded'])})  "
              f"requests with a hit {_pct(report['request_hit_rate'])}",
              f"prefill tokens computed {report['prefill_tokens_computed']:,}  "
-             f"saved {report['prefill_tokens_saved']:,}"]
+             f"saved {report['prefill_tokens_saved']:,}  "
+             f"recomputed after preemption {report['recomputed_tokens']:,}"]
+    bound = report.get("reuse_bound")
+    if bound is not None:
+        lines.append(f"trace's reuse bound {_pct(bound['token_hit_rate']).strip()} (every "
+                     f"earlier prefix reused, page-exact): this run reached "
+                     f"{_pct(_share(report['token_hit_rate'], bound['token_hit_rate'])).strip()}"
+                     " of it")
     tiers = report["hit_rate_by_tier"]
     if tiers["host"] is not None:
         lines.append(f"token hit rate by tier: device {_pct(tiers['device']).strip()}  "
@@ -39,8 +80,13 @@ def render(report: dict[str, Any]) -> str:
         lines.append("hit rate by turn: " + "  ".join(
             f"{turn}: {_pct(rate).strip()}" for turn, rate in list(turns.items())[:12]))
     ttft, latency = report["ttft_s"], report["latency_s"]
+    load = report.get("load")
+    if load is not None:
+        lines += _load_lines(load)
     lines.append("latency (ms)        p50      p90      p99")
-    for name, values in (("  TTFT", ttft), ("  end-to-end", latency)):
+    split = [] if load is None else [("    queueing", load["ttft_queue_s"]),
+                                     ("    service", load["ttft_service_s"])]
+    for name, values in (("  TTFT", ttft), *split, ("  end-to-end", latency)):
         lines.append(f"{name:<14}" + "".join(_ms(values[f"p{p}"]) + " " for p in (50, 90, 99)))
     total = report["prompt_tokens"] or 1
     lines.append("prompt tokens by outcome:")
@@ -58,13 +104,28 @@ def render(report: dict[str, Any]) -> str:
 def render_table(reports: list[dict[str, Any]]) -> str:
     """One line per run: the comparison table of a sweep or a replay."""
     host = any(r["hit_rate_by_tier"]["host"] is not None for r in reports)
-    head = (f"{'run':<34} {'hit rate':>8} {'unbounded':>9} {'TTFT p50':>9} {'TTFT p99':>9}"
+    head = (f"{'run':<34} {'hit rate':>8} {'unbounded':>9} {'bound':>6} {'TTFT p50':>9}"
+            f" {'TTFT p99':>9} {'load':>6}"
             f" {'preempt':>7}" + (f" {'of it host':>10}" if host else ""))
     rows = [head, "-" * len(head)]
     for report in reports:
         ttft = report["ttft_s"]
         tier = f" {_pct(report['hit_rate_by_tier']['host']):>10}" if host else ""
         rows.append(f"{report['label']:<34} {_pct(report['token_hit_rate']):>8} "
-                    f"{_pct(report['ideal_hit_rate']):>9} {_ms(ttft['p50']):>9} "
-                    f"{_ms(ttft['p99']):>9} {report['preempted']:>7}{tier}")
+                    f"{_pct(report['ideal_hit_rate']):>9} {_pct(_bound(report)):>6} "
+                    f"{_ms(ttft['p50']):>9} "
+                    f"{_ms(ttft['p99']):>9} {_load(report):>6} {report['preempted']:>7}{tier}")
     return "\n".join(rows)
+
+
+def _bound(report: dict[str, Any]) -> float | None:
+    bound = report.get("reuse_bound")
+    return None if bound is None else float(bound["token_hit_rate"])
+
+
+def _load(report: dict[str, Any]) -> str:
+    """The offered load, marked ``!`` when the run was overloaded."""
+    load = report.get("load")
+    if load is None or load["offered_load"] is None:
+        return "-"
+    return f"{load['offered_load']:.2f}" + ("!" if load["overloaded"] else "")
