@@ -9,7 +9,8 @@ BIN    := $(VENV)/bin
 STAMP_INSTALL     := $(VENV)/.stamp-install
 STAMP_INSTALL_DEV := $(VENV)/.stamp-install-dev
 
-.PHONY: venv install install-dev system-deps demo test clean bench-peers clean-peers
+.PHONY: venv install install-dev system-deps demo test clean bench-peers clean-peers \
+        engines-sglang test-engines clean-engines
 
 # Servers and libraries the storage tests need from Debian: redis-server, and libibverbs1,
 # which the Mooncake client wheel links against even without RDMA hardware. Installed only
@@ -87,3 +88,40 @@ $(STAMP_PEERS): $(PEERS_REQ) | $(PEERS)/bin/python
 # Not part of `clean`: the peers venv is about 6 GB and takes minutes to rebuild.
 clean-peers:
 	rm -rf $(PEERS)
+
+# A real SGLang 0.5.23 engine on CPU for tests/engines (`make test-engines`): its own venv
+# with torch 2.14.1, sglang --no-deps, what the engine imports on CPU
+# (bench/requirements-sglang-engine.txt), the import-time stand-in for sgl_kernel (CUDA
+# only; tests/engines/sgl_kernel_standin) and radixkv itself, editable. Rebuilt when the
+# requirements file or the stand-in's pyproject change. About 7 GB; minutes to build.
+ENGINES_PYTHON ?= $(PYTHON)
+ENGINES        := .venv-sglang
+ENGINES_REQ    := bench/requirements-sglang-engine.txt
+SGL_STANDIN    := tests/engines/sgl_kernel_standin
+STAMP_ENGINES  := $(ENGINES)/.stamp-engines
+# What the engine processes need: SGLANG_USE_CPU_ENGINE=1 selects SGLang's CPU platform.
+ENGINES_ENV    := SGLANG_USE_CPU_ENGINE=1 TOKENIZERS_PARALLELISM=false
+
+engines-sglang: $(STAMP_ENGINES)
+
+$(ENGINES)/bin/python:
+	$(ENGINES_PYTHON) -m venv $(ENGINES)
+
+$(STAMP_ENGINES): pyproject.toml $(ENGINES_REQ) $(PEERS_REQ) $(SGL_STANDIN)/pyproject.toml \
+                  $(SGL_STANDIN)/sgl_kernel/__init__.py | $(ENGINES)/bin/python
+	$(ENGINES)/bin/pip install --quiet torch==2.14.1
+	$(ENGINES)/bin/pip install --quiet --no-deps sglang==0.5.23
+	$(ENGINES)/bin/pip install --quiet -r $(ENGINES_REQ)
+	$(ENGINES)/bin/pip install --quiet --no-deps xgrammar==0.2.7
+	$(ENGINES)/bin/pip install --quiet --no-deps $(SGL_STANDIN)
+	rm -rf $(SGL_STANDIN)/build $(SGL_STANDIN)/*.egg-info
+	$(ENGINES)/bin/pip install --quiet --no-deps -e .
+	$(ENGINES)/bin/python -c "import sglang, sgl_kernel, radixkv, torch; assert sgl_kernel.STANDIN"
+	touch $@
+
+test-engines: engines-sglang
+	$(ENGINES_ENV) $(ENGINES)/bin/python -m pytest tests/engines
+
+# Not part of `clean`, like the peers venv.
+clean-engines:
+	rm -rf $(ENGINES)

@@ -16,8 +16,8 @@ Importing this package imports neither SGLang nor torch; its modules do.
 
 Negative control (tests only): ``RADIXKV_SGLANG_NEGATIVE_CONTROL=1`` in the scheduler's
 environment, read once when the cache is built, makes ``match_prefix`` hand SGLang the
-reused prefix's KV indices in reversed order (see :mod:`.backend`), so a test that compares
-outputs with and without reuse must see them differ.
+reused prefix's KV indices all pointing at the prefix's first row (see :mod:`.backend`), so a
+test that compares outputs with and without reuse must see them differ.
 """
 
 from __future__ import annotations
@@ -28,4 +28,5 @@ BACKEND_NAME = "radixkv"
 """The name ``--radix-cache-backend`` selects."""
 
 NEGATIVE_CONTROL_ENV = "RADIXKV_SGLANG_NEGATIVE_CONTROL"
-"""Set to ``1`` to make reused prefixes read wrong (reversed) KV indices; tests only."""
+"""Set to ``1`` to make reused prefixes read wrong KV (every position the first row's);
+tests only."""

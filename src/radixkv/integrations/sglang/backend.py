@@ -20,10 +20,11 @@ exactly once. SGLang's request flow (0.5.23, ``sglang/srt/mem_cache/common.py``)
 - ``evict_for_alloc`` / ``evict`` -> ``cache.evict(full=n)``.
 
 Negative control: with ``RADIXKV_SGLANG_NEGATIVE_CONTROL=1`` in the environment when the
-cache is built, :meth:`path_device_indices` returns a reused prefix's KV indices reversed
-(the tree's own slots, in the wrong order: no memory is corrupted, but a prefix of two or
-more tokens is read from the wrong positions). Tests use it to prove that their output
-comparison would catch a cache handing back wrong KV.
+cache is built, :meth:`path_device_indices` points every position of a reused prefix at the
+prefix's first KV row. (Not a permutation: attention over a prefix is blind to the order of
+its rows, whose keys carry their positions, so reversed indices would change nothing.) No
+memory is written through them; a test proves with it that its output comparison would catch
+a cache handing back wrong KV.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
     def path_device_indices(self, node: PrefixHandle) -> Any:
         slots = node.slots()
         if self.negative_control and len(slots) > 1:
-            slots = slots[::-1]
+            slots = np.full_like(slots, slots[0])
         return to_torch(slots, self.device)
 
     def root_node_handle(self, extra_key: Any = None) -> PrefixHandle:
@@ -164,7 +165,7 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
         protected = int(kv.cache_protected_len)
         row = self.req_to_token_pool.req_to_token[kv.req_pool_idx, : len(tokens)]
         slots = to_numpy(row)
-        if self.negative_control and protected:  # the row holds the reversed prefix
+        if self.negative_control and protected:  # the row holds the wrong prefix
             slots[:protected] = self._tree_prefix(req, protected)
         held = self.cache.adopt(tokens, slots, namespace, borrowed=protected,
                                 priority=int(getattr(req, "priority", None) or 0))

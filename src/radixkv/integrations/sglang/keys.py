@@ -38,7 +38,9 @@ def tokens_of(token_ids: Any, limit: int | None = None) -> npt.NDArray[np.int64]
     if isinstance(token_ids, np.ndarray):
         tokens = token_ids.astype(np.int64, copy=False)
     elif getattr(token_ids, "typecode", None) == "q":
-        tokens = np.frombuffer(token_ids, dtype=np.int64)
+        # a copy, not a view: SGLang extends the request's array('q') later, and an array
+        # that exports its buffer cannot be resized
+        tokens = np.frombuffer(token_ids, dtype=np.int64).copy()
     else:
         tokens = np.asarray(list(token_ids), dtype=np.int64)
     if limit is not None and limit < len(tokens):
