@@ -216,3 +216,14 @@ def test_adopt_needs_an_engine_owned_cache() -> None:
     cache = PrefixCache(CacheConfig(capacity=CAPACITY))
     with pytest.raises(ConfigError, match="engine's allocator"):
         cache.adopt([1, 2], np.array([0, 1]))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_sizes_reads_what_stats_reports_without_building_it(page: int) -> None:
+    cache, engine = make(page)
+    cache.adopt(list(range(40)), computed(engine, 40))
+    receipt = cache.lock(cache.match(list(range(16))))
+    full = cache.stats().components["full"]
+    assert cache.sizes() == (full.cached, full.protected) == (40 - 40 % page, 16)
+    cache.unlock(receipt)
+    assert cache.sizes() == (40 - 40 % page, 0)

@@ -335,6 +335,14 @@ class CacheBase:
         """Counters and per-component size ledgers; O(components + leases)."""
         return inspection.stats(self)
 
+    def sizes(self, component: int = PRIMARY) -> tuple[int, int]:
+        """``(cached, protected)`` units of one component (by index in the cache's order;
+        the primary, FULL, by default): what :meth:`stats` reports as ``cached`` and
+        ``protected``, without building it. Pure, O(1); an engine's scheduler asks every
+        step (SGLang's ``evictable_size`` / ``protected_size``)."""
+        tree = self.tree
+        return tree.cached[component], tree.protected[component]
+
     def take_events(self) -> list[KVEvent]:
         """Drain the tree's queued KV events (empty when events are off)."""
         return self.tree.take_events()

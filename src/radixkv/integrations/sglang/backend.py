@@ -198,14 +198,12 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
         self.update_eviction_metrics(evicted, start)
         return EvictResult(num_tokens_evicted=evicted)
 
-    def _full(self) -> Any:
-        return self.cache.stats().components["full"]
-
     def evictable_size(self) -> int:
-        return int(self._full().evictable)
+        cached, protected = self.cache.sizes()
+        return cached - protected
 
     def protected_size(self) -> int:
-        return int(self._full().protected)
+        return self.cache.sizes()[1]
 
     def full_evictable_size(self) -> int:
         return self.evictable_size()
@@ -214,7 +212,7 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
         return self.protected_size()
 
     def total_size(self) -> int:
-        return int(self._full().cached)
+        return self.cache.sizes()[0]
 
     def supports_prefix_sharing(self) -> bool:
         return True
