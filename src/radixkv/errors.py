@@ -72,3 +72,9 @@ class InvalidArgumentTypeError(RadixKVError, TypeError):
 
 class PublisherClosedError(RadixKVError, RuntimeError):
     """A KV event publisher was used after :meth:`~radixkv.events.KVEventPublisher.close`."""
+
+
+class CopyEngineError(RadixKVError, RuntimeError):
+    """The copy engine broke its contract in a way the cache cannot count and go on from:
+    a copy it never reported within ``HostTier.wait_timeout_s`` (the copy stays in flight,
+    its slots held, so a wait can be retried)."""
