@@ -104,13 +104,11 @@ class EngineCalls:
     def _collect(self, missing: Collection[int]) -> None:
         """One round: a poll (``missing`` empty, or an engine that keeps the default wait)
         or the engine's own wait; the valid completions join :attr:`received`."""
+        waits = bool(missing) and not self.polls_itself
         try:
-            if missing and not self.polls_itself:
-                answer: object = self.engine.wait(missing)
-            else:
-                answer = self.engine.poll()
+            answer = self.engine.wait(missing) if waits else self.engine.poll()
         except Exception as error:  # the engine's code
-            self.fault(f"{'wait' if missing else 'poll'} raised {type(error).__name__}")
+            self.fault(f"{'wait' if waits else 'poll'} raised {type(error).__name__}")
             return
         self._valid(answer)
 

@@ -194,7 +194,10 @@ class HostTierController:
         if ticket is None:
             empty = np.zeros(0, np.int64)
             freed = [empty if part is None else part for part in slots]
-            self.free_host(freed) if tier == HOST else self.device.free_all(freed)
+            if tier == HOST:
+                self.free_host(freed)
+            else:
+                self.device.free_all(freed)
             return None
         tree = self.tree
         for node, index, value in placed:
