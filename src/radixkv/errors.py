@@ -78,3 +78,9 @@ class EngineError(RadixKVError, RuntimeError):
     """Code the engine provides (its KV allocator, copy engine or store) answered outside its
     contract: slots that are not whole pages, ids the cache already holds, a count that is
     no count. The cache is unchanged."""
+
+
+class CopyEngineError(EngineError):
+    """The copy engine broke its contract in a way the cache cannot count and go on from:
+    a copy it never reported within ``HostTier.wait_timeout_s`` (the copy stays in flight,
+    its slots held, so a wait can be retried)."""

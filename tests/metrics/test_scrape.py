@@ -101,6 +101,7 @@ def expected_host(h: Any) -> Scraped:
             h.failed_loads,
         key("vllm:kv_cache_tier_copies_in_flight"): h.copies_in_flight,
         key("vllm:kv_cache_tier_skipped_backups_total"): h.skipped_backups,
+        key("vllm:kv_cache_tier_copy_engine_faults_total"): h.copy_faults,
         key("vllm:prefix_cache_load_back_requests_total"): h.load_requests,
     }
     for kind, c in h.components.items():

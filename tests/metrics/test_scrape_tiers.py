@@ -46,8 +46,8 @@ def test_the_host_series_are_there_from_the_start_at_zero() -> None:
     host = {k: v for k, v in first.items() if dict(k[1]).get("tier") == "host"
             or "_tier_" in k[0] or "load_back" in k[0]}
     # hits; per component: 3 evictions, usage, 2 pool states, 2 cached states, 2 copied;
-    # batches and failures by direction; in flight, skipped, load-back requests
-    assert len(host) == 1 + 3 * (3 + 1 + 2 + 2 + 2) + 2 + 2 + 3
+    # batches and failures by direction; in flight, skipped, engine faults, load-back requests
+    assert len(host) == 1 + 3 * (3 + 1 + 2 + 2 + 2) + 2 + 2 + 4
     free = {k: v for k, v in host.items() if dict(k[1]).get("state") == "free"}
     assert sorted(free.values()) == [8.0, 32.0, 32.0]  # host capacities: nothing used yet
     assert {v for k, v in host.items() if k not in free} == {0.0}

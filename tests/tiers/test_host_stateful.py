@@ -55,6 +55,8 @@ class HostTierMachine(RuleBasedStateMachine):
 
     COMPONENTS: tuple[str, ...] = ("full",)
     ENGINE: type[NumpyCopyEngine] = NumpyCopyEngine
+    HOST: dict[str, Any] = {}  # noqa: RUF012 (read only)
+    """More fields of the host tier's configuration."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -77,7 +79,7 @@ class HostTierMachine(RuleBasedStateMachine):
             extra.update(sliding_window=3 * page, swa_capacity=pages * page)
         if "mamba" in self.COMPONENTS:
             extra.update(mamba_track_interval=2 * page, mamba_states=8)
-        host = HostTier(capacity=host_pages * page, states=6, write_policy=write)
+        host = HostTier(capacity=host_pages * page, states=6, write_policy=write, **self.HOST)
         self.cache = PrefixCache(CacheConfig(capacity=pages * page, page_size=page,
                                              policy=policy, components=self.COMPONENTS,
                                              host=host, **extra), self.engine)

@@ -352,6 +352,8 @@ class CacheBase:
         slot is free again.
         Node handles are never reused afterwards. With a host tier, first waits for every
         copy in flight (their slots are about to be reused)."""
+        if self.host is not None:  # first: a copy that never lands raises, nothing changed
+            self.host.wait(list(self.host.records))
         if self.storage is not None:
             self.storage.reset()
         if self.host is not None:

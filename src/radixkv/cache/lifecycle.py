@@ -60,13 +60,20 @@ class Lifecycle(LoadBack):
         needs = self._needs(fresh_tokens, states=1)
         room = needs if load is None else [a + b for a, b in zip(needs, load)]
         self.pools.ensure_room(room, found.node, found.length)
+        lock = None
+        if load is not None:  # before anything is counted: the engine may refuse the copy
+            lock = self._lock_and_load(found, device_length)
+            if lock is None:  # refused: the host part is a miss, admit what the device holds
+                found = self.tree.match(key, space, touch=False)
+                fresh_tokens = self.pages_for(num_tokens - found.length)
+                needs = self._needs(fresh_tokens, states=1)
+                self.pools.ensure_room(needs, found.node, found.length)
         self.tree.touch(found)
         # bench sim (896 tokens, p16): the uncapped key only where the lost-hit ledger reads it
         self._count_match(num_tokens, found, key, space,
                           None if max_match is None or not self.explain else self._key(packed))
-        lock = None if found.node is None else self.tree.lock_match(found)
-        if load is not None and lock is not None:
-            self._start_load(lock, device_length, found.length)
+        if lock is None and found.node is not None:
+            lock = self.tree.lock_match(found)
         lease = Lease(self._owner, next(self._lease_ids), space, found.length, lock,
                       priority, ttl, [side.new_buffer() for side in self.sides], self.names)
         if lock is not None:

@@ -8,6 +8,7 @@ from ..core.node import Node
 from ..core.tiers import DEVICE
 from ..core.types import Lock, TreeMatch
 from ..errors import LeaseError
+from ..tiers.engine_calls import CopyRefused
 from ..tiers.host import CopyRecord
 from .base import CacheBase
 from .lease import Lease, LeaseState
@@ -72,13 +73,22 @@ class LoadBack(CacheBase):
             return found, None  # a prefix still loading is not loaded twice: admit without
         return merged, host.load_sizes(merged.node, merged.length)
 
-    def _start_load(self, lock: Lock, device_length: int, length: int) -> None:
-        """Submit the load-back of the locked prefix (its device room was ensured)."""
+    def _lock_and_load(self, found: TreeMatch, device_length: int) -> Lock | None:
+        """Lock the merged prefix of ``found`` and submit its load-back (its device room
+        was ensured). ``None``, the lock released and nothing else changed, when the copy
+        engine refused the batch (a counted fault): the host part is then a miss."""
         host = self.host
         assert host is not None
-        if host.load(lock.node) is not None:
+        lock = self.tree.lock_match(found)
+        try:
+            loaded = host.load(lock.node)
+        except CopyRefused:
+            self.tree.unlock(lock)
+            return None
+        if loaded is not None:
             host.counters.load_requests += 1
-            host.counters.host_hit_tokens += length - device_length
+            host.counters.host_hit_tokens += found.length - device_length
+        return lock
 
     def _wait_for_loads(self, lease: Lease, path: list[Node]) -> None:
         """Make ``lease`` wait for every load-back writing to a node of its prefix."""

@@ -59,6 +59,9 @@ HOST_METRICS = (
     MetricSpec("tier_in_flight", "gauge", (), "Copy batches submitted, not yet acknowledged."),
     MetricSpec("tier_skipped", "counter", (),
                "Backups skipped for want of host room (after host eviction)."),
+    MetricSpec("tier_faults", "counter", (),
+               "Answers of the copy engine refused or ignored (it raised, or gave a bad "
+               "ticket, completion or ok)."),
     MetricSpec("load_requests", "counter", (), "Admissions that loaded a prefix back from "
                "the host."),
 )
@@ -141,6 +144,7 @@ def _names(prefix: str, overrides: dict[str, str]) -> dict[str, str]:
         "tier_failures": "kv_cache_tier_copy_failures",
         "tier_in_flight": "kv_cache_tier_copies_in_flight",
         "tier_skipped": "kv_cache_tier_skipped_backups",
+        "tier_faults": "kv_cache_tier_copy_engine_faults",
         "load_requests": "prefix_cache_load_back_requests",
         "storage_prefetches": "kv_storage_prefetches",
         "storage_prefetch_outcomes": "kv_storage_prefetch_outcomes",

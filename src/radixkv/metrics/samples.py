@@ -107,6 +107,7 @@ def host_samples(host: HostStats) -> Samples:
                           ({"direction": TO_DEVICE}, host.failed_loads)],
         "tier_in_flight": [({}, host.copies_in_flight)],
         "tier_skipped": [({}, host.skipped_backups)],
+        "tier_faults": [({}, host.copy_faults)],
         "load_requests": [({}, host.load_requests)],
     }
 

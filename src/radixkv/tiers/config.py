@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
@@ -33,14 +34,19 @@ class HostTier:
     eviction is about to drop a value the host lacks (eviction pauses on the node until the
     copy is acknowledged, then demotes it). Backing a node up also backs up every ancestor
     whose primary value the host lacks. A backup that finds no host room (after host
-    eviction) is skipped: the node stays device-only. Raises :class:`ConfigError` on an
-    invalid value.
+    eviction) is skipped: the node stays device-only.
+
+    ``wait_timeout_s``: the longest the cache waits for the copy engine to report a copy it
+    waits for (``wait``, ``reset``, an eviction that waits for a backup) before it raises
+    :class:`~radixkv.errors.CopyEngineError`; finite and > 0. Raises
+    :class:`ConfigError` on an invalid value.
     """
 
     capacity: int
     states: int = 0
     write_policy: str = "write_through"
     capacities: Mapping[str, int] | tuple[tuple[str, int], ...] = ()
+    wait_timeout_s: float = 60.0
     threshold: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -59,6 +65,10 @@ class HostTier:
         for name, value in normalized:
             check_int(f"host capacity of {name!r}", value, 0)
         object.__setattr__(self, "capacities", normalized)
+        timeout = self.wait_timeout_s
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+                or not 0 < timeout < math.inf:
+            raise ConfigError(f"wait_timeout_s must be a finite number > 0, got {timeout!r}")
         object.__setattr__(self, "threshold", WRITE_POLICIES[self.write_policy])
 
     @property

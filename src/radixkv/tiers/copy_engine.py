@@ -3,7 +3,9 @@
 The cache never copies bytes itself. It submits a batch of copies, gets a ticket, and is
 told later (by :meth:`CopyEngine.poll` or :meth:`CopyEngine.wait`) whether the batch
 completed; until then the nodes involved stay locked, so no slot a copy reads or writes is
-freed or reused. An engine implements the two abstract methods over its own buffers (one
+freed or reused. The cache trusts none of the engine's answers: what it raises or returns
+outside this contract is counted as a fault and handled (:mod:`.engine_calls`). An engine
+implements the two abstract methods over its own buffers (one
 per component and tier, first axis = slot); :class:`~radixkv.tiers.NumpyCopyEngine`
 ships for tests, the reference model and the simulator.
 """
@@ -39,7 +41,7 @@ class Copy:
 @dataclass(frozen=True, slots=True)
 class Completion:
     """A batch that finished: ``ok`` is False when any copy of it failed (its destination
-    then holds nothing usable)."""
+    then holds nothing usable). Only the bool ``True`` counts as success."""
 
     ticket: int
     ok: bool
@@ -51,8 +53,11 @@ class CopyEngine(ABC):
     @abstractmethod
     def submit(self, copies: Sequence[Copy]) -> int:
         """Start the batch ``copies`` (asynchronously, or at once) and return its ticket, an
-        int unique for this engine. Must not raise once the batch is accepted: report a
-        failure through the batch's :class:`Completion` instead."""
+        int (not a bool) that no batch in flight has. Must not raise once the batch is
+        accepted: report a failure through the batch's :class:`Completion` instead. A
+        raise, or an answer that is no such ticket, makes the cache treat the batch as
+        never submitted (it frees the destination slots at once: the engine must not
+        write them later)."""
 
     @abstractmethod
     def poll(self) -> list[Completion]:
@@ -67,7 +72,9 @@ class CopyEngine(ABC):
     def wait(self, tickets: Collection[int]) -> list[Completion]:
         """Block until every batch in ``tickets`` completed; return every completion seen
         meanwhile (others' too). The default polls in a loop; engines with streams or
-        events override it with a real wait."""
+        events override it with a real wait, which should return within a bound of its
+        own (the cache calls it again until ``HostTier.wait_timeout_s`` ran out). A cache
+        never calls this default: it polls itself, under that bound."""
         pending, seen = set(tickets), []
         while pending:
             done = self.poll()

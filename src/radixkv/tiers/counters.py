@@ -10,7 +10,8 @@ from ..core.tiers import HOST
 class TierCounters:
     """Per component (ledger units): ``backed_up`` / ``loaded`` completed successfully;
     batches submitted, completed and failed per direction; backups skipped for want of
-    host room; and tokens served from the host (load-back hits) with the requests."""
+    host room; tokens served from the host (load-back hits) with the requests; and faults
+    of the copy engine (see :mod:`.engine_calls`)."""
 
     def __init__(self, count: int) -> None:
         self.backed_up = [0] * count
@@ -22,6 +23,7 @@ class TierCounters:
         self.skipped_backups = 0
         self.host_hit_tokens = 0
         self.load_requests = 0
+        self.copy_faults = 0
 
     def submitted(self, tier: int) -> None:
         if tier == HOST:

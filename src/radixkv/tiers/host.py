@@ -22,8 +22,9 @@ from ..core.tree import TreeCore
 from ..core.types import InFlight, Lock
 from ..memory import SlotPool, SlotPoolConfig
 from .config import HostTier
-from .copy_engine import Completion, Copy, CopyEngine, Direction
+from .copy_engine import Completion, Copy, CopyEngine
 from .counters import TierCounters
+from .engine_calls import CopyRefused, EngineCalls, plan_batch
 
 if TYPE_CHECKING:
     from ..cache.pools import ComponentPools
@@ -32,13 +33,16 @@ if TYPE_CHECKING:
 class CopyRecord(InFlight):
     """One submitted batch: what the tree tracks, plus the locks that keep its nodes."""
 
-    __slots__ = ("locks", "units")
+    __slots__ = ("doubtful", "locks", "units")
 
     def __init__(self, ticket: int, tier: int, locks: list[Lock], units: list[int]) -> None:
         super().__init__(ticket, tier)
         self.locks = locks
         self.units = units
         """Per component, the ledger units the batch copies."""
+        self.doubtful = False
+        """The engine gave this ticket to another batch too: a report of it may be the
+        other batch's, so it counts as failed."""
 
 
 class HostTierController:
@@ -57,7 +61,7 @@ class HostTierController:
         """Nodes whose uses reached the threshold, to back up at the next flush."""
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
-        self._deferred: list[Completion] = []
+        self.calls = EngineCalls(engine, self.counters, self.records)
         self.backed_up: Callable[[Planned], None] | None = None
         """Told of each acknowledged backup's nodes and components (the storage tier
         writes them to L3 under a write-through policy)."""
@@ -158,14 +162,18 @@ class HostTierController:
 
     def load(self, node: Node) -> CopyRecord | None:
         """Revive on device what the prefix ending at ``node``'s end needs from the host
-        (``node`` is locked; device room was ensured); ``None`` when nothing is needed."""
+        (``node`` is locked; device room was ensured); ``None`` when nothing is needed.
+        Raises :class:`CopyRefused` (nothing changed) when the engine refused the batch."""
         planned = self.tree.load_plan(node, node.start + node.length)
         if not planned:
             return None
         sizes = self._sizes(planned)
         parts = self.device.allocate(sizes)
         slots = [part if size else None for part, size in zip(parts, sizes)]
-        return self._submit(planned, sizes, slots, DEVICE)
+        record = self._submit(planned, sizes, slots, DEVICE)
+        if record is None:
+            raise CopyRefused(self.calls.last_fault or "the copy engine refused a load-back")
+        return record
 
     # ------------------------------------------------------------------ copies
 
@@ -177,45 +185,54 @@ class HostTierController:
         return sizes
 
     def _submit(self, planned: Planned, sizes: list[int],
-                slots: list[np.ndarray | None], tier: int) -> CopyRecord:
-        """Place the destination values, lock the nodes, submit one batch, track it."""
-        count, tree = len(self.pools), self.tree
-        source_tier = HOST if tier == DEVICE else DEVICE
-        offsets = [0] * count
-        sources: list[list[np.ndarray]] = [[] for _ in range(count)]
-        for node, indices in planned:
-            for index in indices:
-                size = tree.components[index].value_size(node)
-                part = slots[index]
-                assert part is not None
-                value = part[offsets[index] : offsets[index] + size].copy()
-                offsets[index] += size
-                source = node.values[source_tier * count + index]
-                assert source is not None
-                sources[index].append(source)
-                tree.place(node, index, tier, value)
-        direction = Direction.TO_HOST if tier == HOST else Direction.TO_DEVICE
-        names = [component.name for component in tree.components]
-        copies = [Copy(names[i], direction, np.concatenate(sources[i]), part)
-                  for i, part in enumerate(slots) if sizes[i] and part is not None]
+                slots: list[np.ndarray | None], tier: int) -> CopyRecord | None:
+        """Submit one batch; once the engine took it, place the destination values, lock
+        the nodes and track it. ``None`` (the slots freed, nothing else changed) when the
+        engine refused it."""
+        placed, copies = plan_batch(self.tree, planned, slots, tier)
+        ticket = self._ticket(copies)
+        if ticket is None:
+            empty = np.zeros(0, np.int64)
+            freed = [empty if part is None else part for part in slots]
+            if tier == HOST:
+                self.free_host(freed)
+            else:
+                self.device.free_all(freed)
+            return None
+        tree = self.tree
+        for node, index, value in placed:
+            tree.place(node, index, tier, value)
         locks = [tree.lock(node) for node, _ in planned]
-        record = CopyRecord(self.engine.submit(copies), tier, locks, sizes)
+        record = CopyRecord(ticket, tier, locks, sizes)
         tree.track(record, planned)
-        self.records[record.ticket] = record
+        self.records[ticket] = record
         self.counters.submitted(tier)
         return record
 
+    def _ticket(self, copies: list[Copy]) -> int | None:
+        """The engine's ticket for ``copies``; ``None`` when it refused them (counted). A
+        ticket already in flight is refused, and the copy in flight under it can no longer
+        be told from this one: it counts as failed when reported."""
+        ticket = self.calls.submit(copies)
+        if ticket is not None and ticket in self.records:
+            self.calls.fault(f"submit answered ticket {ticket}, already in flight")
+            self.records[ticket].doubtful = True
+            return None
+        return ticket
+
     def finish(self, completions: Iterable[Completion]) -> list[tuple[CopyRecord, bool]]:
-        """Apply acknowledgements: unlock and untrack each batch; a failed one gives its
-        placed values back to their pools. Returns (record, ok) for this cache's batches."""
+        """Apply acknowledgements (validated: see :mod:`.engine_calls`): unlock and untrack
+        each batch; a failed one gives its placed values back to their pools. Returns
+        (record, ok) for this cache's batches."""
         done = []
         for completion in completions:
             record = self.records.pop(completion.ticket, None)
             if record is None:
                 continue
+            ok = completion.ok is True and not record.doubtful
             if self.listener is not None:
-                self.listener(record, completion.ok)
-            if not completion.ok:
+                self.listener(record, ok)
+            if not ok:
                 self._take_back(record)
             elif record.tier == HOST:
                 planned = list(record.nodes.values())
@@ -225,8 +242,8 @@ class HostTierController:
             self.tree.untrack(record)
             for lock in record.locks:
                 self.tree.unlock(lock)
-            self.counters.completed(record.tier, record.units, completion.ok)
-            done.append((record, completion.ok))
+            self.counters.completed(record.tier, record.units, ok)
+            done.append((record, ok))
         return done
 
     def _take_back(self, record: CopyRecord) -> None:
@@ -244,25 +261,18 @@ class HostTierController:
             self.device.free_all(joined)
 
     def poll(self) -> list[tuple[CopyRecord, bool]]:
-        """Apply whatever the engine completed since the last poll (and what a wait saw
-        and kept for later)."""
-        deferred, self._deferred = self._deferred, []
-        return self.finish([*deferred, *self.engine.poll()])
+        """Apply whatever the engine completed since the last poll (and what a wait
+        received and kept for later)."""
+        return self.finish(self.calls.take_all())
 
     def wait(self, tickets: Iterable[int]) -> list[tuple[CopyRecord, bool]]:
         """Block until ``tickets`` completed and apply them. Other batches the engine
         reports meanwhile are kept for the next :meth:`poll`: a wait inside an eviction
-        never changes what the caller of that eviction is working on."""
+        never changes what the caller of that eviction is working on. Raises
+        :class:`CopyEngineError` when the engine has not reported them all within
+        ``wait_timeout_s`` (nothing applied: they stay in flight)."""
         wanted = {ticket for ticket in tickets if ticket in self.records}
-        if not wanted:
-            return []
-        mine = [c for c in self._deferred if c.ticket in wanted]
-        self._deferred = [c for c in self._deferred if c.ticket not in wanted]
-        missing = wanted.difference(c.ticket for c in mine)
-        seen = self.engine.wait(missing) if missing else []
-        mine += [c for c in seen if c.ticket in wanted]
-        self._deferred += [c for c in seen if c.ticket not in wanted]
-        return self.finish(mine)
+        return self.finish(self.calls.take(wanted, self.config.wait_timeout_s))
 
     def settle_backups(self) -> bool:
         """Wait for every backup in flight (its locks keep device values from eviction);
@@ -305,7 +315,6 @@ class HostTierController:
         """Wait for every copy in flight (their slots are about to be reused), then forget
         every host value; the caller resets the tree and the device pools."""
         self.wait(list(self.records))
-        self._deferred.clear()
         for pool in self.pools:
             pool.reset()
         self.due.clear()

@@ -33,8 +33,10 @@ class HostComponentStats:
 class HostStats:
     """The host tier: per component (:class:`HostComponentStats`), the batches submitted
     each way, the copies in flight now, failed batches, backups skipped for want of host
-    room, and the prompt tokens served by load-back (``host_hit_tokens``, also counted in
-    ``CacheStats.hit_tokens``) over ``load_requests`` admissions."""
+    room, the prompt tokens served by load-back (``host_hit_tokens``, also counted in
+    ``CacheStats.hit_tokens``) over ``load_requests`` admissions, and ``copy_faults``: the
+    copy engine's answers refused or ignored (a submit that raised or gave no valid ticket,
+    a poll that raised or reported garbage, an ``ok`` that was no bool)."""
 
     write_policy: str
     components: dict[str, HostComponentStats]
@@ -46,6 +48,7 @@ class HostStats:
     skipped_backups: int
     host_hit_tokens: int
     load_requests: int
+    copy_faults: int
 
 
 def host_stats(host: HostTierController, tree: TreeCore) -> HostStats:
@@ -69,4 +72,5 @@ def host_stats(host: HostTierController, tree: TreeCore) -> HostStats:
         backup_batches=counters.backup_batches, load_batches=counters.load_batches,
         copies_in_flight=len(host.records), failed_backups=counters.failed_backups,
         failed_loads=counters.failed_loads, skipped_backups=counters.skipped_backups,
-        host_hit_tokens=counters.host_hit_tokens, load_requests=counters.load_requests)
+        host_hit_tokens=counters.host_hit_tokens, load_requests=counters.load_requests,
+        copy_faults=counters.copy_faults)
