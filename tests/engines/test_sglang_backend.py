@@ -92,7 +92,7 @@ class Flow:
 def test_the_request_flow_keeps_sglangs_accounting_exact(page: int) -> None:
     flow = Flow(page)
     flow.serve(list(range(100, 110)), row=0)
-    second = flow.serve(list(range(100, 110)) + [7, 8, 9], row=1)
+    second = flow.serve([*range(100, 110), 7, 8, 9], row=1)
     assert second.kv.cache_protected_len == (13 // page) * page
     both = RadixKey(array("q", [*range(100, 110), 7, 8, 9]))
     match = flow.cache.match_prefix(MatchPrefixParams(key=both))
