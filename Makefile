@@ -10,7 +10,7 @@ STAMP_INSTALL     := $(VENV)/.stamp-install
 STAMP_INSTALL_DEV := $(VENV)/.stamp-install-dev
 
 .PHONY: venv install install-dev system-deps demo test clean bench-peers clean-peers \
-        engines-sglang test-engines clean-engines
+        engines-sglang engines-router test-engines clean-engines
 
 # Servers and libraries the storage tests need from Debian: redis-server, and libibverbs1,
 # which the Mooncake client wheel links against even without RDMA hardware. Installed only
@@ -119,9 +119,24 @@ $(STAMP_ENGINES): pyproject.toml $(ENGINES_REQ) $(PEERS_REQ) $(SGL_STANDIN)/pypr
 	$(ENGINES)/bin/python -c "import sglang, sgl_kernel, radixkv, torch; assert sgl_kernel.STANDIN"
 	touch $@
 
-test-engines: engines-sglang
+# The KV-aware router of the cluster test (tests/engines/test_sglang_cluster.py): vllm-router
+# from PyPI, in a venv of its own (a Rust binary in its wheel; a few seconds to build).
+ROUTER       := .venv-router
+ROUTER_REQ   := bench/requirements-router.txt
+STAMP_ROUTER := $(ROUTER)/.stamp-router
+
+engines-router: $(STAMP_ROUTER)
+
+$(ROUTER)/bin/python:
+	$(PYTHON) -m venv $(ROUTER)
+
+$(STAMP_ROUTER): $(ROUTER_REQ) | $(ROUTER)/bin/python
+	$(ROUTER)/bin/pip install --quiet -r $(ROUTER_REQ)
+	touch $@
+
+test-engines: engines-sglang engines-router
 	$(ENGINES_ENV) $(ENGINES)/bin/python -m pytest tests/engines
 
 # Not part of `clean`, like the peers venv.
 clean-engines:
-	rm -rf $(ENGINES)
+	rm -rf $(ENGINES) $(ROUTER)

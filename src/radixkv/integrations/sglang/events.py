@@ -8,8 +8,11 @@ radixkv's events (``CacheConfig(events=True)``) and either
 - converts them to SGLang's ``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared`` and
   returns them, so SGLang's publisher sends them (the default); or
 - publishes them on a radixkv :class:`~radixkv.events.KVEventPublisher` when
-  ``RADIXKV_SGLANG_EVENTS_ENDPOINT`` is set (``RADIXKV_SGLANG_EVENTS_REPLAY`` and
-  ``RADIXKV_SGLANG_EVENTS_TOPIC`` optional), and returns nothing to SGLang.
+  ``RADIXKV_SGLANG_EVENTS_ENDPOINT`` is set (``RADIXKV_SGLANG_EVENTS_REPLAY``,
+  ``RADIXKV_SGLANG_EVENTS_TOPIC`` and ``RADIXKV_SGLANG_EVENTS_BIND`` optional), and returns
+  nothing to SGLang. Routers that connect to the engine (vllm-router, Dynamo) need the
+  publisher to bind: ``RADIXKV_SGLANG_EVENTS_BIND=1`` binds even a concrete address such as
+  ``tcp://127.0.0.1:5557``, which by vLLM's rule would connect.
 
 Block hashes are radixkv's (chained page hashes seeded by the namespace), not SGLang's: a
 router sees one consistent stream either way.
@@ -26,6 +29,8 @@ __all__ = ["ENDPOINT_ENV", "EventSink", "make_sink"]
 ENDPOINT_ENV = "RADIXKV_SGLANG_EVENTS_ENDPOINT"
 REPLAY_ENV = "RADIXKV_SGLANG_EVENTS_REPLAY"
 TOPIC_ENV = "RADIXKV_SGLANG_EVENTS_TOPIC"
+BIND_ENV = "RADIXKV_SGLANG_EVENTS_BIND"
+_BIND = {"": None, "1": True, "true": True, "0": False, "false": False}
 
 
 class EventSink:
@@ -94,7 +99,11 @@ def make_sink(enabled: bool, lora_names: Any = None) -> EventSink | None:
         return EventSink(lora_names)
     from radixkv.events import KVEventPublisher
 
+    bind = os.environ.get(BIND_ENV, "").strip().lower()
+    if bind not in _BIND:
+        raise ValueError(f"{BIND_ENV}={bind!r}: say 1 (bind), 0 (connect) or nothing "
+                         "(vLLM's rule)")
     publisher = KVEventPublisher(endpoint=endpoint,
                                  replay_endpoint=os.environ.get(REPLAY_ENV) or None,
-                                 topic=os.environ.get(TOPIC_ENV, ""))
+                                 topic=os.environ.get(TOPIC_ENV, ""), bind=_BIND[bind])
     return EventSink(lora_names, publisher)
