@@ -1,15 +1,17 @@
-"""L3 writes under the write_back host policy (issue #33 item 4): a node's path reaches the
-store (and the STORAGE stream) before the node, so a prefix lookup finds it and the stream
-names every parent first; ``close()`` writes what the host still holds."""
+"""L3 writes in order (issue #33 item 4): under the write_back host policy a node's path
+reaches the store (and the STORAGE stream) before the node, so a prefix lookup finds it and
+the stream names every parent first; ``close()`` writes what the host still holds. On any
+policy, a page whose parent was never announced (its put failed) is not announced."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from radixkv import BlockStored
 from radixkv.core.tiers import HOST
 from radixkv.core.types import InFlight
-from radixkv.storage import FileStorage, FileStorageConfig
+from radixkv.storage import FileStorage, FileStorageConfig, PageRows
 
 from .tier_support import Engine, engine, layouts, serve
 
@@ -129,3 +131,32 @@ def test_what_came_from_l3_is_not_written_back(tmp_path: Path) -> None:
     second.cache.close()
     stats = second.cache.take_storage_events()
     assert [len(event.token_ids) for event in stats] == [48]  # type: ignore[attr-defined]
+
+
+class Refusing(FileStorage):
+    """A store that reports the puts of ``refused`` keys as failed."""
+
+    def __init__(self, config: FileStorageConfig, refused: set[str]) -> None:
+        super().__init__(config)
+        self.refused = refused
+
+    def put_from(self, keys: Sequence[str], rows: PageRows) -> list[bool]:
+        flags = super().put_from(keys, rows)
+        return [flag and key not in self.refused for key, flag in zip(keys, flags)]
+
+
+def test_a_page_below_a_parent_whose_put_failed_is_not_announced(tmp_path: Path) -> None:
+    """write_through: HEAD's last page is refused, FIRST's tail lands; announcing the tail
+    would name a parent the stream never named (and a prefix lookup cannot reach it)."""
+    backend = Refusing(FileStorageConfig(root=tmp_path / "l3"), {KEYS.token_keys(HEAD)[-1]})
+    made = engine(backend, events=True)
+    serve(made, HEAD)
+    assert stored_events(made) == []
+    serve(made, FIRST)
+    assert stored_events(made) == []
+    assert made.cache.stats().storage.written_pages == 11  # type: ignore[union-attr]
+    other = list(range(400, 416))  # not below HEAD: announced
+    serve(made, other)
+    (event,) = stored_events(made)
+    assert event.token_ids == other
+    made.cache.close()
