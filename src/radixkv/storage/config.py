@@ -25,10 +25,13 @@ class StorageTier:
     names it), with the cache's page size, page hash and bigram setting: what the stored
     bytes are, and so the keys. Writes follow the host tier's write policy: with
     ``write_through`` / ``write_through_selective`` a node's pages go to L3 when its host
-    backup is acknowledged, with ``write_back`` when host eviction drops them. ``write``:
-    False makes a read-only engine. Reads: ``admit(..., load_back=True)`` (and
-    :meth:`~radixkv.PrefixCache.prefetch`) asks the store how much more of the prompt it
-    holds once device and host prefixes are counted, and fetches it into host slots when
+    backup is acknowledged, with ``write_back`` when host eviction drops them (a node's
+    path first, so a prefix lookup finds it), and at ``close()`` what the host still holds
+    when ``flush_on_close`` (the default; write-through policies wrote it already, so it
+    changes nothing there). ``write``: False makes a read-only engine. Reads:
+    ``admit(..., load_back=True)`` (and :meth:`~radixkv.PrefixCache.prefetch`) asks the
+    store how much more of the prompt it holds once device and host prefixes are
+    counted, and fetches it into host slots when
     that is at least ``prefetch_threshold`` tokens; ``wait_policy`` (:data:`WAIT_POLICIES`)
     says how long admit waits for that fetch (``timeout_s`` for ``timeout``); what arrived
     by then joins the tree as host-only nodes and is loaded back with the rest of the
@@ -40,6 +43,7 @@ class StorageTier:
     wait_policy: str = "best_effort"
     timeout_s: float = 1.0
     write: bool = True
+    flush_on_close: bool = True
 
     def __post_init__(self) -> None:
         normalise_ints(self)
@@ -62,6 +66,8 @@ class StorageTier:
             raise ConfigError(f"timeout_s must be a number > 0, got {self.timeout_s!r}")
         if not isinstance(self.write, bool):
             raise ConfigTypeError("StorageTier.write must be a bool")
+        if not isinstance(self.flush_on_close, bool):
+            raise ConfigTypeError("StorageTier.flush_on_close must be a bool")
 
     def layout_of(self, component: str) -> StorageLayout | None:
         """The layout of the component called ``component``, if any."""

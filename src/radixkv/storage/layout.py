@@ -99,15 +99,71 @@ class StorageLayout:
         seed = namespace_seed(validate_namespace(namespace), hasher)
         return self.keys(hasher.chain(seed, key, page_bytes)) if key else []
 
+    def check_buffer(self, buffer: object, rows: int) -> None:
+        """Raise :class:`ConfigError` (:class:`ConfigTypeError` for no numpy array) unless
+        ``buffer``, the host buffer L3 pages of this component are read into and written
+        from, holds what this layout says: elements of :attr:`dtype`, rows of
+        :attr:`row_shape`, at least ``rows`` of them (the host tier's slots), writable.
+        Otherwise this engine's pages would be another's bytes read as another type, under
+        the same keys. Pure."""
+        name = f"the copy engine's host buffer of {self.component!r}"
+        if not isinstance(buffer, np.ndarray) or buffer.ndim < 1:
+            raise ConfigTypeError(f"{name} must be a numpy array with a slot axis first, "
+                                  f"got {type(buffer).__name__}")
+        if not dtype_fits(self.dtype, buffer.dtype):
+            raise ConfigError(f"{name} holds {buffer.dtype} elements, its StorageLayout "
+                              f"declares dtype {self.dtype!r}")
+        if tuple(buffer.shape[1:]) != self.row_shape:
+            raise ConfigError(f"{name} has rows of shape {tuple(buffer.shape[1:])}, its "
+                              f"StorageLayout declares row_shape {self.row_shape}")
+        if len(buffer) < rows:
+            raise ConfigError(f"{name} has {len(buffer)} rows, the host tier has {rows} slots")
+        if not buffer.flags.writeable:
+            raise ConfigError(f"{name} is read-only: L3 pages are read into it")
+
+
+RAW_WIDTHS = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e4m3fnuz": 1, "float8_e5m2": 1,
+              "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1}
+"""Bytes an element of the types numpy lacks: a host buffer may hold their bits in an
+unsigned (or void) array of that width, as engines holding torch tensors must."""
+
 
 def _normalised_dtype(name: str) -> str:
-    """numpy's canonical spelling (``"float16"`` -> ``"<f2"``) where numpy knows the type;
-    other names (``"bfloat16"``, ``"float8_e4m3fn"``) are kept, lower-cased."""
+    """numpy's canonical spelling (``"float16"`` -> ``"<f2"``, see :func:`_canonical`)
+    where numpy knows the type; other names (``"bfloat16"``, ``"float8_e4m3fn"``) are
+    kept, lower-cased. Raises :class:`ConfigError` for a type of Python objects."""
     try:
-        canonical: str = np.dtype(name).str
-    except TypeError:
+        dtype = np.dtype(name)
+    except (TypeError, ValueError, SyntaxError):
         return name.lower()
+    if dtype.hasobject:
+        raise ConfigError(f"StorageLayout.dtype {name!r} holds Python objects: its bytes are "
+                          "pointers, which no other process can read")
+    return _canonical(dtype)
+
+
+def _canonical(dtype: np.dtype) -> str:
+    """``dtype.str``, except where that is only a width: a record type is spelled by its
+    fields (``"i4,f4"`` and ``"f4,i4"`` are both ``"|V8"``, and would share keys), a type
+    registered by name (ml_dtypes' float8 variants are all ``"|V1"``) by that name."""
+    if dtype.names is not None:
+        return json.dumps(dtype.descr)
+    name: str = dtype.name
+    if dtype.kind == "V" and not name.startswith("void"):
+        return name.lower()
+    canonical: str = dtype.str
     return canonical
+
+
+def dtype_fits(declared: str, actual: np.dtype) -> bool:
+    """Whether a buffer of ``actual`` holds elements of the layout dtype ``declared`` (as
+    normalised): the same type, or the raw bits of a type numpy lacks in an unsigned or
+    void array of its width (:data:`RAW_WIDTHS`)."""
+    if not actual.hasobject and _canonical(actual) == declared:
+        return True
+    width = RAW_WIDTHS.get(declared)
+    return width is not None and actual.kind in "uV" and actual.names is None \
+        and actual.itemsize == width
 
 
 def _check_ints(name: str, values: tuple[object, ...], minimum: int) -> None:

@@ -18,7 +18,6 @@ import numpy as np
 
 from ..core.hashing import namespace_seed
 from ..core.keys import Namespace
-from ..core.node import Node
 from ..core.tiering import Planned
 from ..core.tiers import PRIMARY
 from ..core.tree import TreeCore
@@ -31,6 +30,7 @@ from .restore import best_cut, needed_pages
 from .rows import PageRows
 from .tier_stats import StorageTierStats
 from .worker import StorageWorker
+from .write_back import WriteBack
 from .writes import StorageWrites
 
 COUNTERS = ("prefetches", "queries_answered", "misses", "no_room", "not_attached",
@@ -60,12 +60,14 @@ class StorageTierController:
         self.pending: dict[tuple[Namespace, str], Prefetch] = {}
         self.draining: list[tuple[Prefetch, list[np.ndarray]]] = []
         """Taken prefetches whose reads still run, with the slots to free when they end."""
-        self.restored: set[int] = set()
-        """Nodes that came from L3 (write-back does not write them back)."""
+        self.write_back: WriteBack | None = None
+        """Under the ``write_back`` host policy (and ``write``): what host eviction drops
+        goes to L3, paths first."""
         self.counters = dict.fromkeys(COUNTERS, 0)
         if config.write:
             if host.threshold is None:
-                tree.host_dropping = self._dropping
+                self.write_back = WriteBack(tree, self.writes)
+                tree.host_dropping = self.write_back.dropping
             else:
                 host.backed_up = self._backed_up
 
@@ -73,19 +75,12 @@ class StorageTierController:
 
     def _backed_up(self, planned: Planned) -> None:
         count = len(self.components)
-        for node, indices in planned:
-            if self.tree.nodes.get(node.id) is node and node.id not in self.restored:
+        for node, indices in planned:  # top-down (backup_plan): parents are put first
+            if self.tree.nodes.get(node.id) is node:
                 for index in indices:
                     value = node.values[count + index]
                     if value is not None:
                         self.writes.queue(node, index, value)
-
-    def _dropping(self, node: Node, index: int, slots: np.ndarray) -> None:
-        if node.id in self.restored:
-            if index == PRIMARY:
-                self.restored.discard(node.id)
-            return
-        self.writes.queue(node, index, slots)
 
     # ------------------------------------------------------------------ reads
 
@@ -173,6 +168,8 @@ class StorageTierController:
         self._drain(block=False)
         self.writes.flush()
         self.writes.collect()
+        if self.write_back is not None:
+            self.write_back.prune()
 
     def _advance(self, record: Prefetch) -> None:
         """A prefetch whose query answered: plan the cut, reserve host slots, start reads."""
@@ -227,8 +224,8 @@ class StorageTierController:
             self.counters["not_attached"] += 1
         self.counters["restores"] += bool(attached.nodes)
         self.counters["restored_tokens"] += sum(node.length for node in attached.nodes)
-        if self.tree.host_dropping is not None:  # only write-back reads it
-            self.restored.update(node.id for node in attached.nodes)
+        if self.write_back is not None:
+            self.write_back.restored(attached.nodes)
         self.writes.announce(attached.nodes)
         leftover = [np.setdiff1d(slots, np.setdiff1d(part, unused if unused is not None
                                                      else part[:0]))
@@ -306,11 +303,15 @@ class StorageTierController:
     def reset(self) -> None:
         """Settle, then forget (the caller resets the tree and the host pools)."""
         self.settle()
-        self.restored.clear()
+        if self.write_back is not None:
+            self.write_back.clear()
 
     def close(self) -> None:
-        """Settle, unhook from the tree and host tier, stop the I/O thread and close the
-        store."""
+        """Under ``write_back`` with ``flush_on_close``, write what the host holds that L3
+        lacks; settle, unhook from the tree and host tier, stop the I/O thread and close
+        the store."""
+        if self.write_back is not None and self.config.flush_on_close:
+            self.write_back.flush()
         self.settle()
         self.tree.host_dropping = None
         self.host.backed_up = None

@@ -25,6 +25,10 @@ from .worker import StorageWorker
 STORAGE_MEDIUM = "STORAGE"
 """The medium of the KV events that announce pages written to L3."""
 
+WITHHELD_LIMIT = 1 << 16
+"""Block hashes of unannounced pages remembered at most (then forgotten all at once: a
+store that refuses every put must not grow the set without bound)."""
+
 
 class _Put:
     __slots__ = ("events", "future", "spans")
@@ -51,6 +55,10 @@ class StorageWrites:
         """STORAGE events of landed puts, until taken (``event_limit`` at most; ``None``:
         the cache has events off and none is built)."""
         self.queued_pages = self.written_pages = self.failed_pages = 0
+        self.withheld: set[int] = set()
+        """Block hashes of pages not announced (a put of theirs failed): an event that
+        names one as its parent is withheld too, so the stream never names a parent it
+        did not announce (a prefix lookup could not reach those pages either)."""
 
     def queue(self, node: Node, index: int, slots: np.ndarray) -> None:
         """Snapshot component ``index``'s host rows ``slots`` of ``node`` (still linked)
@@ -122,9 +130,19 @@ class StorageWrites:
             self.written_pages += stored
             self.failed_pages += len(flags) - stored
             for (low, high), event in zip(put.spans, put.events):
-                if event is not None and all(flags[low:high]):
-                    self.events.push(event)
+                if event is not None:
+                    self._settle_event(event, all(flags[low:high]))
         self.puts = still
+
+    def _settle_event(self, event: BlockStored, stored: bool) -> None:
+        """Announce ``event`` if its pages were ``stored`` below an announced parent."""
+        if stored and event.parent_block_hash not in self.withheld:
+            self.withheld.difference_update(event.block_hashes)
+            self.events.push(event)
+            return
+        if len(self.withheld) >= WITHHELD_LIMIT:
+            self.withheld.clear()
+        self.withheld.update(event.block_hashes)
 
     def take_events(self) -> list[KVEvent]:
         return self.events.take()
