@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any
+
+from .processes import kill_group
 
 WORKER = Path(__file__).with_name("_engine_worker.py")
 
@@ -172,7 +173,7 @@ class EngineProcess:
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=30)
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
             self._proc = None
@@ -230,11 +231,6 @@ class EngineProcess:
                        cached_tokens=r["cached_tokens"], prompt_tokens=r["prompt_tokens"],
                        output_top_logprobs=r.get("output_top_logprobs"))
                 for r in reply["results"]]
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def group_processes(pgid: int) -> list[int]:
