@@ -196,3 +196,66 @@ def test_an_insert_stops_at_a_node_being_loaded_back() -> None:
     assert (cache.match(PROMPT + MORE).slots == own).all()
     cache.finish(computing)
     cache.check_invariants()
+
+
+def _mamba_demoted(prompts: Sequence[list[int]]) -> tuple[PrefixCache, NumpyCopyEngine]:
+    """A FULL + MAMBA cache whose ``prompts`` were cached (a state at each end) by direct
+    inserts, backed up (write_through, copies land at the next poll), then demoted."""
+    copies = NumpyCopyEngine()
+    config = CacheConfig(capacity=64, page_size=1, components=("full", "mamba"),
+                         mamba_track_interval=2, mamba_states=8,
+                         host=HostTier(capacity=32, states=8, write_policy="write_through"))
+    cache = PrefixCache(config, copies)
+    for prompt in prompts:
+        allocation = cache.allocate(len(prompt), state=True)
+        assert allocation is not None
+        cache.insert(prompt, allocation)
+        _poll_until_idle(cache)
+    assert cache.evict(64)["full"] == len(prompts[-1])
+    cache.check_invariants()
+    return cache, copies
+
+
+def _insert_with_a_state(cache: PrefixCache, tokens: list[int]) -> int:
+    """A direct insert of ``tokens`` with a state slot; what the tree holds for them. The
+    state slot is the checkpoint at the end: where the tree did not reach it, it must go
+    back to the pool (``check_invariants`` finds it leaked otherwise)."""
+    available = cache.stats().components["mamba"].pool_available
+    allocation = cache.allocate(len(tokens), state=True)
+    assert allocation is not None
+    cached = cache.insert(tokens, allocation)
+    cache.check_invariants()
+    assert cache.stats().components["mamba"].pool_available == available
+    return cached
+
+
+def test_a_direct_insert_cut_at_a_node_being_loaded_back_gives_its_state_back() -> None:
+    """The adversarial copy engine's machine found it (its chaos under a loaded machine):
+    a direct insert whose first node is still being loaded back caches nothing, and its
+    state slot, the checkpoint at its end that the tree never reached, leaked."""
+    cache, _ = _mamba_demoted([PROMPT])
+    loading = cache.admit([*PROMPT, 99], load_back=True)
+    assert not loading.ready
+    cache.abort(loading)  # the copy stays in flight: the node stays loading
+    assert _insert_with_a_state(cache, PROMPT) == 0
+    _poll_until_idle(cache)
+    assert _insert_with_a_state(cache, PROMPT) == len(PROMPT)  # landed: a duplicate now
+
+
+def test_a_direct_insert_cut_below_the_device_part_gives_its_state_back() -> None:
+    """The same with the loading node deeper: the insert is cut at its start (PROMPT,
+    on device), short of the checkpoint at its own end."""
+    cache, _ = _mamba_demoted([PROMPT, PROMPT + MORE])
+    found = cache.match(PROMPT + MORE)
+    assert found.length == 0 and found.host_length == len(PROMPT + MORE)
+    reloaded = cache.admit(PROMPT, load_back=True)  # PROMPT's node back on device
+    _poll_until_idle(cache)
+    cache.finish(reloaded)
+    assert cache.match(PROMPT + MORE).length == len(PROMPT)
+    loading = cache.admit([*PROMPT, *MORE, 99], load_back=True)  # MORE's node loading
+    assert not loading.ready
+    assert _insert_with_a_state(cache, [*PROMPT, *MORE, 5, 6]) == len(PROMPT)
+    _poll_until_idle(cache)
+    assert loading.ready
+    cache.finish(loading)
+    cache.check_invariants()

@@ -327,4 +327,6 @@ class StateSide(RequestSide):
     def direct_leftover(self, freed: np.ndarray, part: np.ndarray, length: int,
                         cached: int) -> np.ndarray:
         """The state slot goes back unless the tree took it (or returned it as a duplicate)."""
-        return part if len(part) and not length else freed
+        # the slot is the checkpoint at ``length``: an insert the tree cut short of it (at a
+        # node a load-back is still writing to) neither took nor returned it
+        return part if len(part) and (cached < length or not length) else freed
