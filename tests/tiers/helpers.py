@@ -44,6 +44,19 @@ def demoted(polls: int, capacity: int = 32, policy: str = "write_through",
     return cache
 
 
+class PollClock:
+    """A fake ``HostTier.clock``: one second per reading. A wait reads the clock once for
+    its deadline and once before each round of polls, so ``wait_timeout_s=n`` gives up
+    after exactly ``n`` rounds: a count of polls, the same on any machine, however loaded."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
 def delayed(polls: int, **config: Any) -> NumpyCopyEngine:
     """A copy engine whose batches complete on the ``polls + 1``-th poll."""
     return NumpyCopyEngine(NumpyCopyConfig(delay_polls=polls, **config))

@@ -18,7 +18,7 @@ from radixkv.errors import ConfigError, CopyEngineError
 from radixkv.tiers import Completion, Copy, HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 from ..components.support import seq
-from .helpers import TierCache, kv_buffers, nodes
+from .helpers import PollClock, TierCache, kv_buffers, nodes
 from .kv_model import check_owners
 
 PROMPT = seq(0, 8)
@@ -252,6 +252,38 @@ def test_a_copy_the_engine_never_completes_fails_wait_after_its_timeout() -> Non
         cache.reset()
     assert cache.stats().host.copies_in_flight == 1  # still in flight: nothing freed
     owners_ok(cache)
+
+
+class _CountingEngine(FaultyEngine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls = 0
+
+    def poll(self) -> Any:
+        self.polls += 1
+        return super().poll()
+
+
+def test_on_a_clock_of_polls_the_wait_timeout_is_a_count_of_polls() -> None:
+    """``HostTier.clock`` replaced by one that ticks a second per reading: a wait for a
+    copy the engine lost gives up after exactly ``wait_timeout_s`` polls, whatever the
+    machine's speed."""
+    engine = _CountingEngine()
+    cache = TierCache(engine, capacity=16,
+                      host=HostTier(capacity=32, wait_timeout_s=7, clock=PollClock()))
+    cache.finish(cache.admit(PROMPT))
+    engine._pending.clear()  # the engine lost the batch: it is never reported
+    before = engine.polls
+    with pytest.raises(CopyEngineError, match=r"not completed within 7 s"):
+        cache.wait()
+    assert engine.polls - before == 7
+    assert cache.stats().host.copies_in_flight == 1  # still in flight: nothing freed
+    owners_ok(cache)
+
+
+def test_a_clock_that_is_not_callable_is_refused() -> None:
+    with pytest.raises(ConfigError, match="clock must be a callable"):
+        HostTier(capacity=32, clock=5.0)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("timeout", [0, -1.0, True, "1", float("inf"), float("nan")])

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -38,8 +39,12 @@ class HostTier:
 
     ``wait_timeout_s``: the longest the cache waits for the copy engine to report a copy it
     waits for (``wait``, ``reset``, an eviction that waits for a backup) before it raises
-    :class:`~radixkv.errors.CopyEngineError`; finite and > 0. Raises
-    :class:`ConfigError` on an invalid value.
+    :class:`~radixkv.errors.CopyEngineError`; finite and > 0, measured on ``clock``.
+
+    ``clock``: what the wait timeout is measured on, a callable returning seconds
+    (``time.monotonic``, the default). A test may give a fake clock that advances a fixed
+    step per call, so that the timeout is a count of polls, never a matter of machine
+    speed. Raises :class:`ConfigError` on an invalid value.
     """
 
     capacity: int
@@ -47,6 +52,7 @@ class HostTier:
     write_policy: str = "write_through"
     capacities: Mapping[str, int] | tuple[tuple[str, int], ...] = ()
     wait_timeout_s: float = 60.0
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
     threshold: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -69,6 +75,8 @@ class HostTier:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
                 or not 0 < timeout < math.inf:
             raise ConfigError(f"wait_timeout_s must be a finite number > 0, got {timeout!r}")
+        if not callable(self.clock):
+            raise ConfigError(f"clock must be a callable returning seconds, got {self.clock!r}")
         object.__setattr__(self, "threshold", WRITE_POLICIES[self.write_policy])
 
     @property

@@ -17,8 +17,7 @@ serves nothing that was not copied:
 
 from __future__ import annotations
 
-import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 
@@ -45,11 +44,13 @@ def as_ticket(value: object) -> int | None:
 
 class EngineCalls:
     """The guarded calls to ``engine`` for the copies in flight ``records`` (ticket ->
-    record, the host tier's); faults counted in ``counters``."""
+    record, the host tier's); faults counted in ``counters``; timeouts measured on ``clock``
+    (``HostTier.clock``)."""
 
     def __init__(self, engine: CopyEngine, counters: TierCounters,
-                 records: Mapping[int, object]) -> None:
+                 records: Mapping[int, object], clock: Callable[[], float]) -> None:
         self.engine, self.counters, self.records = engine, counters, records
+        self.clock = clock
         self.received: dict[int, Completion] = {}
         """Completions received and not applied yet (a wait keeps others' for a poll), in
         the order they came."""
@@ -86,11 +87,12 @@ class EngineCalls:
     def take(self, wanted: set[int], timeout: float) -> list[Completion]:
         """Wait until every ticket of ``wanted`` (copies in flight) was reported; their
         completions, the others kept. Raises :class:`CopyEngineError` (nothing taken)
-        when they are not all reported within ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
+        when they are not all reported within ``timeout`` seconds of :attr:`clock`."""
+        clock = self.clock
+        deadline = clock() + timeout
         missing = wanted.difference(self.received)
         while missing:
-            if time.monotonic() > deadline:
+            if clock() > deadline:
                 raise CopyEngineError(
                     f"copies {sorted(missing)} not completed within {timeout:g} s "
                     f"(last copy engine fault: {self.last_fault})")

@@ -61,7 +61,7 @@ class HostTierController:
         """Nodes whose uses reached the threshold, to back up at the next flush."""
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
-        self.calls = EngineCalls(engine, self.counters, self.records)
+        self.calls = EngineCalls(engine, self.counters, self.records, config.clock)
         self.backed_up: Callable[[Planned], None] | None = None
         """Told of each acknowledged backup's nodes and components (the storage tier
         writes them to L3 under a write-through policy)."""
