@@ -9,7 +9,10 @@ in flight has; answers a poll with something that is no list; mixes garbage into
 list (``None``, ints, completions of unknown or bool tickets); reports tickets twice, in
 the same answer or long after; and reports ``ok`` values such as ``"no"``, ``1``, ``None``
 or ``numpy.True_``. It never loses a real completion (it raises before it polls), so every
-copy is reported in the end, and a batch it refuses it never carries out.
+copy is reported in the end, and a batch it refuses it never carries out. It draws from
+its own random stream at every call, so how many calls a wait makes must not depend on the
+machine's speed: the machine's waits time out on a clock of polls
+(:attr:`.test_host_stateful.HostTierMachine.WAIT_POLLS`), never on wall-clock seconds.
 
 After every step: ``check_invariants()``, no slot of either tier leaked or owned twice, the
 content oracle (:class:`.kv_model.KVModel`: every row of every value the tree holds, on
@@ -142,7 +145,6 @@ class AdversarialMachine(HostTierMachine):
     """The host tier's machine with an adversarial engine; see the module docstring."""
 
     ENGINE: type[NumpyCopyEngine] = AdversarialEngine
-    HOST: dict[str, Any] = {"wait_timeout_s": 5.0}  # noqa: RUF012 (read only)
 
     @precondition(lambda self: len(self.leases) < MAX_LEASES and bool(self.history))
     @rule(data=st.data(), space=st.sampled_from(NAMESPACES))

@@ -42,6 +42,7 @@ from radixkv.tiers import (
 )
 
 from ..audited import assert_refused
+from .helpers import PollClock
 from .kv_model import KVModel, check_owners
 
 VOCAB = 3
@@ -57,6 +58,9 @@ class HostTierMachine(RuleBasedStateMachine):
     ENGINE: type[NumpyCopyEngine] = NumpyCopyEngine
     HOST: dict[str, Any] = {}  # noqa: RUF012 (read only)
     """More fields of the host tier's configuration."""
+    WAIT_POLLS = 10_000
+    """How many rounds of polls a wait makes before it gives up (``wait_timeout_s`` on a
+    :class:`.helpers.PollClock`): the machine's runs never depend on the machine's speed."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -79,7 +83,8 @@ class HostTierMachine(RuleBasedStateMachine):
             extra.update(sliding_window=3 * page, swa_capacity=pages * page)
         if "mamba" in self.COMPONENTS:
             extra.update(mamba_track_interval=2 * page, mamba_states=8)
-        host = HostTier(capacity=host_pages * page, states=6, write_policy=write, **self.HOST)
+        host = HostTier(capacity=host_pages * page, states=6, write_policy=write,
+                        wait_timeout_s=self.WAIT_POLLS, clock=PollClock(), **self.HOST)
         self.cache = PrefixCache(CacheConfig(capacity=pages * page, page_size=page,
                                              policy=policy, components=self.COMPONENTS,
                                              host=host, **extra), self.engine)
