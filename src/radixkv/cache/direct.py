@@ -147,10 +147,10 @@ class Direct(CacheBase):
                                        f"{length} cacheable tokens")
         part = arr[:length]
         self._check_borrowed(key, space, part, borrowed)
-        pool.foreign_pages(part[borrowed:])
+        pages = pool.foreign_pages(part[borrowed:])
         result = self.tree.insert(key, [self.sides[0].direct_input(part, length)], space,
                                   borrowed=borrowed, priority=priority, ttl=ttl)
-        pool.adopt_pages(part[borrowed:result.length])
+        pool.hold(pages[: (result.length - borrowed) // self.page_size])
         self.pools.free_all(result.freed)
         self.counters["inserted_tokens"] += result.new_length
         if self.host is not None:

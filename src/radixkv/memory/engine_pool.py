@@ -155,8 +155,13 @@ class EnginePool:
         """The cache now holds ``slots`` (as :meth:`foreign_pages` checks them); their page
         ids. Raises as :meth:`foreign_pages` does, nothing changed."""
         pages = self.foreign_pages(slots)
-        self._held[pages] = True
+        self.hold(pages)
         return pages
+
+    def hold(self, pages: SlotArray) -> None:
+        """The cache now holds ``pages``, page ids :meth:`foreign_pages` returned (not
+        checked again); O(pages)."""
+        self._held[pages] = True
 
     def slots_of(self, pages: SlotArray) -> SlotArray:
         """Slot ids of whole pages (page ids in range, not validated); O(slots)."""
