@@ -6,6 +6,7 @@ from typing import Any
 
 from ..core.events import KVEvent
 from ..errors import ConfigError
+from .arguments import as_bool
 from .lease import Lease
 from .lifecycle import Lifecycle
 
@@ -44,17 +45,23 @@ class Polling(Lifecycle):
         self.host.wait(tickets)
         return self._take_changed()
 
-    def prefetch(self, tokens: Any, namespace: Any = None) -> bool:
+    def prefetch(self, tokens: Any, namespace: Any = None, *, wait: bool = False) -> bool:
         """Start fetching from L3 what it holds of ``tokens`` beyond the prefix device and
         host serve (when that is at least ``StorageTier.prefetch_threshold`` tokens), so
         that ``admit(tokens, load_back=True)`` later finds it on the host: call it when a
-        request arrives, admit it when it is scheduled. Returns whether a fetch for this
-        prompt is in flight. Never blocks; pins the served prefix until the fetch is taken.
+        request arrives, admit it when it is scheduled. Never blocks; pins the served prefix
+        until the fetch is taken. With ``wait``, waits for the fetch as ``admit`` does
+        (``StorageTier.wait_policy``) and attaches what arrived as host-only nodes
+        (:meth:`match` then counts them in ``host_length``): for an engine that allocates
+        device memory itself and loads a prefix back before it admits the rest. Returns
+        whether a fetch for this prompt is (still) in flight.
         Raises :class:`InvalidTokensError` / :class:`InvalidNamespaceError`, and
         :class:`ConfigError` on a cache without a storage tier."""
         packed, space, _priority, _ttl = self._request(tokens, namespace, 0, None)
         if self.storage is None:
             raise ConfigError("prefetch needs a storage tier (CacheConfig.storage)")
+        if wait is not False and as_bool("wait", wait):
+            return self._from_storage(self._key(packed), space)
         return self.storage.prefetch(self._key(packed), space) is not None
 
     def take_storage_events(self) -> list[KVEvent]:

@@ -49,13 +49,16 @@ class LoadBack(CacheBase):
 
     # ------------------------------------------------------------------ admission
 
-    def _from_storage(self, key: bytes, space: Namespace) -> None:
-        """Ask L3 for more of ``key`` and take what arrives within the wait policy."""
+    def _from_storage(self, key: bytes, space: Namespace) -> bool:
+        """Ask L3 for more of ``key`` and take what arrives within the wait policy; returns
+        whether the fetch is still in flight afterwards."""
         storage = self.storage
         assert storage is not None
         record = storage.prefetch(key, space)
-        if record is not None:
-            storage.take(record, storage.wait_seconds())
+        if record is None:
+            return False
+        storage.take(record, storage.wait_seconds())
+        return record.tag in storage.pending
 
     def _host_prefix(self, key: bytes, space: Namespace, found: TreeMatch
                      ) -> tuple[TreeMatch, list[int] | None]:

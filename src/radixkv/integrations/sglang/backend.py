@@ -51,7 +51,9 @@ from radixkv.integrations.sglang.allocator import SGLangSlotAllocator, to_numpy,
 from radixkv.integrations.sglang.events import EventSink, make_sink
 from radixkv.integrations.sglang.handles import Acquired, PrefixHandle, Release
 from radixkv.integrations.sglang.keys import key_length, key_tokens, request_namespace, tokens_of
+from radixkv.integrations.sglang.settings import TierSettings
 from radixkv.integrations.sglang.support import UnsupportedConfiguration
+from radixkv.integrations.sglang.tiers import Restorer, build_tiers
 
 __all__ = ["RadixKVPrefixCache", "negative_control_enabled"]
 
@@ -64,7 +66,8 @@ def negative_control_enabled() -> bool:
 class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
     """SGLang radix-cache backend ``radixkv``; build it with ``register.build(ctx)``."""
 
-    def __init__(self, params: Any, *, policy: str = "lru", page_hash: str = "sha256") -> None:
+    def __init__(self, params: Any, *, policy: str = "lru", page_hash: str = "sha256",
+                 tiers: TierSettings | None = None, model: str = "") -> None:
         if params.disable:
             raise UnsupportedConfiguration("radixkv: the radix cache is disabled")
         self.disable = False
@@ -76,11 +79,20 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
         self.device = self.slot_allocator.device
         self.events: EventSink | None = make_sink(bool(params.enable_kv_cache_events),
                                                   params.kv_event_lora_names)
+        self.negative_control = negative_control_enabled()
+        parts = None if tiers is None else build_tiers(
+            tiers, self.token_to_kv_pool_allocator.get_kvcache(), self.page_size, model,
+            page_hash, negative_control=self.negative_control)
         config = CacheConfig(capacity=self.slot_allocator.capacity, page_size=self.page_size,
                              policy=policy, bigram=self.is_eagle,
-                             events=self.events is not None, page_hash=page_hash)
-        self.cache = PrefixCache(config, allocators={"full": self.slot_allocator})
-        self.negative_control = negative_control_enabled()
+                             events=self.events is not None, page_hash=page_hash,
+                             host=None if parts is None else parts.host,
+                             storage=None if parts is None else parts.storage)
+        self.cache = PrefixCache(config, None if parts is None else parts.copy_engine,
+                                 storage=None if parts is None else parts.store,
+                                 allocators={"full": self.slot_allocator})
+        self.restorer = None if parts is None else Restorer(self.cache, parts.storage is not None)
+        """Brings host and L3 prefixes onto the device at match time; ``None`` without tiers."""
         if params.enable_metrics:
             self.init_metrics_collector()
 
@@ -88,6 +100,8 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
 
     def match_prefix(self, params: MatchPrefixParams) -> MatchResult:
         tokens, namespace = key_tokens(params.key, self.is_eagle)
+        if self.restorer is not None and len(tokens) >= self.page_size:
+            self.restorer.restore(tokens, namespace, params.req)
         handle = self._match(tokens, namespace)
         return MatchResult(device_prefix_len=handle.length, last_device_node=handle,
                            last_host_node=handle, best_match_node=handle)
@@ -239,6 +253,15 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
               f"protected={full.protected} available={self.slot_allocator.available}")
         print(f"#tokens: {full.cached}")
 
+    def flush_pending_backups(self) -> None:
+        """After every batch: apply the host tier's acknowledged copies (backups land, L3
+        puts go out) and end loads a wait gave up on."""
+        if self.restorer is not None:
+            self.cache.poll()
+            self.restorer.settle()
+
     def release_host_resources(self) -> None:
+        """Settle L3's writes and close its store; close the event publisher."""
+        self.cache.close()
         if self.events is not None:
             self.events.close()

@@ -13,7 +13,8 @@ group (``SGLANG_PLUGINS=name,...`` restricts which) and calls it with no argumen
 ``TreeCacheBuildContext``.
 
 Environment: ``RADIXKV_SGLANG_PAGE_HASH`` (``sha256`` default, or ``xxh3_128``) picks the
-page hash behind KV event ids.
+page hash behind KV event ids and L3 keys; the host tier and L3 are set by the variables of
+:mod:`.settings`.
 """
 
 from __future__ import annotations
@@ -49,12 +50,22 @@ def build(ctx: Any) -> Any:
     """The factory SGLang calls: checks ``ctx`` (refusing what is unsupported, see
     :mod:`.support`), then builds the backend over SGLang's own KV allocator."""
     from radixkv.integrations.sglang.backend import RadixKVPrefixCache
+    from radixkv.integrations.sglang.settings import TierSettings
     from radixkv.integrations.sglang.support import check_supported
 
-    check_supported(ctx)
+    tiers = TierSettings.from_env(os.environ)
+    check_supported(ctx, tiers)
     params = ctx.params
     return RadixKVPrefixCache(params, policy=policy_for(params),
-                              page_hash=os.environ.get("RADIXKV_SGLANG_PAGE_HASH", "sha256"))
+                              page_hash=os.environ.get("RADIXKV_SGLANG_PAGE_HASH", "sha256"),
+                              tiers=tiers, model=tiers.model or model_id(ctx.server_args))
+
+
+def model_id(server_args: Any) -> str:
+    """The model id in L3 page keys: the model path, ``@revision`` when one is given."""
+    path = str(getattr(server_args, "model_path", "") or "")
+    revision = getattr(server_args, "revision", None)
+    return f"{path}@{revision}" if revision else path
 
 
 def policy_for(params: Any) -> str:

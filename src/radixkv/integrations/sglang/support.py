@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["SUPPORTED_ALLOCATORS", "UnsupportedConfiguration", "check_supported",
-           "unsupported_reasons"]
+           "tier_reasons", "unsupported_reasons"]
 
 SUPPORTED_ALLOCATORS = ("TokenToKVPoolAllocator", "PagedTokenToKVPoolAllocator")
 """Class names of the allocators the backend can stand on (exact classes, not subclasses:
@@ -23,10 +23,13 @@ class UnsupportedConfiguration(ValueError):
     """An SGLang configuration the radixkv backend does not support."""
 
 
-def check_supported(ctx: Any) -> None:
+def check_supported(ctx: Any, tiers: Any = None) -> None:
     """Raise :class:`UnsupportedConfiguration` listing every unsupported setting of the
-    ``TreeCacheBuildContext`` ``ctx``; return quietly when there is none."""
+    ``TreeCacheBuildContext`` ``ctx`` (with the tiers below the device ``tiers``, a
+    :class:`~.settings.TierSettings`, asks for); return quietly when there is none."""
     reasons = unsupported_reasons(ctx)
+    if tiers is not None and tiers.host_tokens is not None:
+        reasons += tier_reasons(ctx)
     if reasons:
         raise UnsupportedConfiguration(
             "--radix-cache-backend radixkv does not support: " + "; ".join(reasons)
@@ -37,6 +40,25 @@ def unsupported_reasons(ctx: Any) -> list[str]:
     """Every unsupported setting of ``ctx``, as short sentences."""
     return [*_model_reasons(ctx), *_params_reasons(ctx.params), *_allocator_reasons(ctx),
             *_server_reasons()]
+
+
+def tier_reasons(ctx: Any) -> list[str]:
+    """What a host tier (and L3) cannot run with yet: other KV pool layouts, EAGLE's
+    bigram keys, and parallel ranks (each rank's tree would restore on its own, and SGLang
+    needs every rank to agree on a prefix's length)."""
+    pool = ctx.params.token_to_kv_pool_allocator.get_kvcache()
+    name = type(pool).__name__
+    checks = (
+        (name != "MHATokenToKVPool", f"the KV pool {name} (supported: MHATokenToKVPool)"),
+        (bool(getattr(pool, "use_hnd", False))
+         or getattr(pool, "kv_cache_layout", None) not in (None, "NHD", "nhd"),
+         "a KV cache layout other than NHD"),
+        (ctx.params.is_eagle, "EAGLE speculative decoding"),
+        (int(ctx.tp_size) > 1, "tensor parallelism"),
+        (int(getattr(ctx.params, "pp_size", 1)) > 1, "pipeline parallelism"),
+    )
+    return [f"{reason} with a host tier (RADIXKV_SGLANG_HOST_TOKENS)"
+            for flag, reason in checks if flag]
 
 
 def _model_reasons(ctx: Any) -> list[str]:
