@@ -134,7 +134,7 @@ $(STAMP_ROUTER): $(ROUTER_REQ) | $(ROUTER)/bin/python
 	$(ROUTER)/bin/pip install --quiet -r $(ROUTER_REQ)
 	touch $@
 
-test-engines: engines-sglang engines-router
+test-engines: system-deps engines-sglang engines-router
 	$(ENGINES_ENV) $(ENGINES)/bin/python -m pytest tests/engines
 
 # Not part of `clean`, like the peers venv.

@@ -181,7 +181,7 @@ def test_negative_control_restored_rows_that_are_wrong_are_seen(
     first = Engine(page, with_l3(tmp_path, page))
     first.serve(PROMPT)
     first.cache.release_host_resources()
-    monkeypatch.setenv(NEGATIVE_CONTROL_ENV, "1")
+    monkeypatch.setenv(NEGATIVE_CONTROL_ENV, "load")
     second = Engine(page, with_l3(tmp_path, page))
     whole = len(PROMPT) // page * page
     assert second.match(PROMPT).device_prefix_len == whole

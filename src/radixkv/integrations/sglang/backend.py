@@ -24,7 +24,8 @@ cache is built, :meth:`path_device_indices` points every position of a reused pr
 prefix's first KV row. (Not a permutation: attention over a prefix is blind to the order of
 its rows, whose keys carry their positions, so reversed indices would change nothing.) No
 memory is written through them; a test proves with it that its output comparison would catch
-a cache handing back wrong KV.
+a cache handing back wrong KV. With ``=load``, load-backs from the host tier or L3 write
+wrong rows instead (see :mod:`.copy_engine`).
 """
 
 from __future__ import annotations
@@ -55,12 +56,21 @@ from radixkv.integrations.sglang.settings import TierSettings
 from radixkv.integrations.sglang.support import UnsupportedConfiguration
 from radixkv.integrations.sglang.tiers import Restorer, build_tiers
 
-__all__ = ["RadixKVPrefixCache", "negative_control_enabled"]
+__all__ = ["RadixKVPrefixCache", "negative_control_mode"]
 
 
-def negative_control_enabled() -> bool:
-    """Whether ``RADIXKV_SGLANG_NEGATIVE_CONTROL`` asks for wrong KV indices (tests only)."""
-    return os.environ.get(NEGATIVE_CONTROL_ENV, "") not in ("", "0")
+def negative_control_mode() -> str | None:
+    """What ``RADIXKV_SGLANG_NEGATIVE_CONTROL`` asks to break (tests only): ``"indices"``
+    (value ``1`` or ``indices``: reused prefixes read wrong KV indices), ``"load"``
+    (load-backs from the host tier or L3 write the wrong rows), or ``None``."""
+    value = os.environ.get(NEGATIVE_CONTROL_ENV, "")
+    if value in ("", "0"):
+        return None
+    if value in ("1", "indices"):
+        return "indices"
+    if value == "load":
+        return "load"
+    raise UnsupportedConfiguration(f"{NEGATIVE_CONTROL_ENV}={value!r}: 1, indices or load")
 
 
 class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
@@ -79,10 +89,11 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
         self.device = self.slot_allocator.device
         self.events: EventSink | None = make_sink(bool(params.enable_kv_cache_events),
                                                   params.kv_event_lora_names)
-        self.negative_control = negative_control_enabled()
+        negative = negative_control_mode()
+        self.negative_control = negative == "indices"
         parts = None if tiers is None else build_tiers(
             tiers, self.token_to_kv_pool_allocator.get_kvcache(), self.page_size, model,
-            page_hash, negative_control=self.negative_control)
+            page_hash, negative_control=negative == "load")
         config = CacheConfig(capacity=self.slot_allocator.capacity, page_size=self.page_size,
                              policy=policy, bigram=self.is_eagle,
                              events=self.events is not None, page_hash=page_hash,

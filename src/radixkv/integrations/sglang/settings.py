@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from radixkv.integrations.sglang.support import UnsupportedConfiguration
 
-__all__ = ["TierSettings", "store_from_url"]
+__all__ = ["TierSettings", "redis_fields", "store_from_url"]
 
 PREFIX = "RADIXKV_SGLANG_"
 WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
@@ -91,13 +91,15 @@ def store_from_url(url: str, prefix: str, *, check_only: bool = False) -> Any:
             raise UnsupportedConfiguration(f"{PREFIX}STORAGE={url!r}: file:/// needs a path")
         return None if check_only else _file_store(parts.path)
     if parts.scheme in ("redis", "redis+unix"):
-        fields = _redis_fields(parts, url)
+        fields = redis_fields(url)
         return None if check_only else _redis_store(fields, prefix)
     raise UnsupportedConfiguration(
         f"{PREFIX}STORAGE={url!r}: the scheme must be redis://, redis+unix:// or file://")
 
 
-def _redis_fields(parts: Any, url: str) -> dict[str, Any]:
+def redis_fields(url: str) -> dict[str, Any]:
+    """The ``RedisStorageConfig`` fields of a ``redis://`` or ``redis+unix://`` URL."""
+    parts = urlsplit(url)
     password = unquote(parts.password) if parts.password else None
     try:
         if parts.scheme == "redis+unix":
