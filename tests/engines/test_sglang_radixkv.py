@@ -37,6 +37,9 @@ RADIXKV: dict[str, dict[str, Any]] = {
     "radixkv_retract": {"env": {**STRICT, "SGLANG_TEST_RETRACT": "1",
                                 "SGLANG_TEST_RETRACT_INTERVAL": "2"}},
     "radixkv_negative": {"env": {**STRICT, "RADIXKV_SGLANG_NEGATIVE_CONTROL": "1"}},
+    # the evicting pool over a host tier: evicted prefixes come back from host memory
+    "radixkv_host": {"max_total_tokens": EVICTING_POOL_TOKENS,
+                     "env": {**STRICT, "RADIXKV_SGLANG_HOST_TOKENS": "4096"}},
 }
 
 
@@ -57,7 +60,8 @@ def _results(run: Run) -> list[Any]:
     return [result for turn in run.results for result in turn] + run.control
 
 
-@pytest.mark.parametrize("name", ["radixkv", "radixkv_evicting", "radixkv_retract"])
+@pytest.mark.parametrize("name", ["radixkv", "radixkv_evicting", "radixkv_retract",
+                                  "radixkv_host"])
 def test_radixkv_gives_the_tokens_and_logprobs_of_no_cache(runs: dict[str, Any],
                                                            name: str) -> None:
     ref, run = runs["no_cache"], runs[name]
@@ -67,11 +71,21 @@ def test_radixkv_gives_the_tokens_and_logprobs_of_no_cache(runs: dict[str, Any],
     assert_same(ref.control, run.control, f"{name}, page {runs['page_size']}, control")
 
 
-@pytest.mark.parametrize("name", ["radixkv", "radixkv_evicting", "radixkv_retract"])
+@pytest.mark.parametrize("name", ["radixkv", "radixkv_evicting", "radixkv_retract",
+                                  "radixkv_host"])
 def test_the_engine_ran_radixkv_and_reused_prefixes(runs: dict[str, Any], name: str) -> None:
     log = runs[name + "_log"]
     assert "source=registered('radixkv')" in log, "the engine did not build radixkv's cache"
     assert sum(result.cached_tokens for result in _results(runs[name])) > 0
+
+
+def test_a_host_tier_gives_back_what_the_evicting_pool_lost(runs: dict[str, Any]) -> None:
+    evicting = [r.cached_tokens for r in _results(runs["radixkv_evicting"])]
+    host = [r.cached_tokens for r in _results(runs["radixkv_host"])]
+    whole = sum(r.cached_tokens for r in _results(runs["radixkv"]))
+    print(f"\npage {runs['page_size']}, cached tokens: evicting pool {sum(evicting)}, "
+          f"with a host tier {sum(host)}, whole pool {whole}")
+    assert sum(host) > sum(evicting)
 
 
 def test_retraction_happened_under_sglang_test_retract(runs: dict[str, Any]) -> None:

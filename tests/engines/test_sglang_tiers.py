@@ -205,3 +205,25 @@ def test_a_host_tier_is_refused_where_it_cannot_run() -> None:
     ctx.tp_size, ctx.params.is_eagle = 1, True
     with pytest.raises(UnsupportedConfiguration, match="EAGLE"):
         check_supported(ctx, settings)
+
+
+@pytest.mark.parametrize("page", [1, 4])
+def test_a_failed_load_back_is_a_miss_and_leaves_sglangs_accounting_exact(
+        page: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = Engine(page, host_only("write_through"))
+    engine.serve(PROMPT)
+    engine.evict_all()
+    copies = engine.cache.cache.host.engine  # type: ignore[union-attr]
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("device copy failed")
+
+    monkeypatch.setattr(copies, "_to_device", broken)
+    assert engine.match(PROMPT).device_prefix_len == 0  # not served: the copy failed
+    engine.audit()
+    assert engine.cache.restorer is not None
+    assert engine.cache.restorer.counters["misses"] == 1
+    monkeypatch.undo()
+    whole = len(PROMPT) // page * page
+    assert engine.match(PROMPT).device_prefix_len == whole  # the host copy is intact
+    assert engine.wrong_rows(PROMPT, whole) == []

@@ -111,16 +111,20 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
 
     def match_prefix(self, params: MatchPrefixParams) -> MatchResult:
         tokens, namespace = key_tokens(params.key, self.is_eagle)
-        if self.restorer is not None and len(tokens) >= self.page_size:
-            self.restorer.restore(tokens, namespace, params.req)
-        handle = self._match(tokens, namespace)
+        handle = self._match(tokens, namespace, params.req, restore=True)
         return MatchResult(device_prefix_len=handle.length, last_device_node=handle,
                            last_host_node=handle, best_match_node=handle)
 
-    def _match(self, tokens: npt.NDArray[np.int64], namespace: Any) -> PrefixHandle:
+    def _match(self, tokens: npt.NDArray[np.int64], namespace: Any, request: Any = None,
+               restore: bool = False) -> PrefixHandle:
+        """The handle of ``tokens``' cached prefix; with ``restore``, after loading what the
+        host tier and L3 hold of it onto the device (see :mod:`.tiers`)."""
         if key_length(len(tokens), self.is_eagle) < self.page_size:
             return PrefixHandle.root(namespace)
-        found = self.cache.match(tokens, namespace)
+        if restore and self.restorer is not None:
+            found = self.restorer.restore(tokens, namespace, request)
+        else:
+            found = self.cache.match(tokens, namespace)
         if found.length == 0:
             return PrefixHandle.root(namespace)
         return PrefixHandle(found, tokens, namespace)

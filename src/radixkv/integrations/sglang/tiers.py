@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy.typing as npt
 
-from radixkv import HostTier, PrefixCache, StorageLayout, StorageTier
+from radixkv import HostTier, MatchResult, PrefixCache, StorageLayout, StorageTier
 from radixkv.cache.lease import Lease, LeaseState
 from radixkv.errors import EngineError, OutOfSlotsError
 from radixkv.integrations.sglang.copy_engine import SGLangCopyEngine, layout_dtype, row_shape
@@ -89,15 +89,18 @@ class Restorer:
         (host and L3), ``misses``: host prefixes that could not be (no room, a failed
         copy)."""
 
-    def restore(self, tokens: npt.NDArray[Any], namespace: Any, request: Any) -> None:
+    def restore(self, tokens: npt.NDArray[Any], namespace: Any, request: Any) -> MatchResult:
         """Load what host and L3 hold of ``tokens`` (a key SGLang matches for the request
-        ``request``, ``None`` if unknown) onto the device. Mutates the cache; costs a
-        match, and an L3 lookup once per request."""
+        ``request``, ``None`` if unknown) onto the device; returns the match of ``tokens``
+        afterwards. Mutates the cache; costs a match (two when it loads), and an L3 lookup
+        once per request."""
         if self.asks_storage and self._first_ask(request):
             self.cache.prefetch(tokens, namespace, wait=True)
         found = self.cache.match(tokens, namespace)
-        if found.host_length:
-            self._load(tokens[: found.length + found.host_length], namespace)
+        if not found.host_length:
+            return found
+        self._load(tokens[: found.length + found.host_length], namespace)
+        return self.cache.match(tokens, namespace)
 
     def _first_ask(self, request: Any) -> bool:
         rid = getattr(request, "rid", None)
