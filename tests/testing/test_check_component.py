@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 import pytest
 
 from radixkv import (
@@ -20,6 +21,8 @@ from radixkv import (
     WindowedComponent,
     register_component,
 )
+from radixkv.components.base import PathAdoption, per_token_path_adoption
+from radixkv.components.full import FullComponent
 from radixkv.errors import ConfigError
 from radixkv.testing import ComponentCheckError, check_component
 from radixkv.testing.flags import check_flags
@@ -74,8 +77,23 @@ class EndPinnerComponent(BlindComponent):
         return max(0, length - 8)
 
 
+@dataclass(frozen=True)
+class Borrower(ComponentSpec):
+    """A per-token component that claims to adopt past ``borrowed`` only, but hands back
+    the borrowed prefix's slots as duplicates."""
+
+    name: ClassVar[str] = "borrower"
+
+
+class BorrowerComponent(FullComponent):
+    def adopt_path(self, path: Sequence[Node], data: object, borrowed: int) -> PathAdoption:
+        assert isinstance(data, np.ndarray)
+        return per_token_path_adoption(path, self.index, data, 0)
+
+
 register_component(Blind, BlindComponent)
 register_component(EndPinner, EndPinnerComponent)
+register_component(Borrower, BorrowerComponent)
 
 
 def test_a_component_that_ignores_its_tombstones_fails_with_the_minimal_example() -> None:
@@ -94,6 +112,23 @@ def test_a_flag_that_disagrees_with_its_hook_is_caught_on_the_tree() -> None:
     cache.finish(cache.admit(list(range(12))))
     cache.finish(cache.admit([*range(6), 9, 9]))  # [0, 6) and two leaves
     with pytest.raises(AssertionError, match="pins_end_node"):
+        check_flags(cache)
+
+
+def test_a_component_adopting_from_the_borrowed_prefix_is_caught_on_the_tree() -> None:
+    cache = PrefixCache(CacheConfig(capacity=64, components=(FullAttention(), Borrower())))
+    cache.finish(cache.admit(list(range(12))))
+    cache.finish(cache.admit([*range(6), 9, 9]))
+    with pytest.raises(AssertionError, match="adopts_past_borrowed"):
+        check_flags(cache)
+
+
+def test_the_built_in_adoptions_pass_the_adoption_check() -> None:
+    for spec in (FullAttention(), SlidingWindow(window=4), ChunkedLocal(chunk=4)):
+        components = (FullAttention(),) if spec.name == "full" else (FullAttention(), spec)
+        cache = PrefixCache(CacheConfig(capacity=64, components=components))
+        cache.finish(cache.admit(list(range(12))))
+        cache.finish(cache.admit([*range(6), 9, 9]))
         check_flags(cache)
 
 

@@ -1,16 +1,17 @@
 """The fast-path flags of a component must agree with the hooks they let the tree skip.
 
 The tree trusts ``pins_whole_path``, ``pins_end_node``, ``pins_window``, ``per_token``,
-``whole_when_complete`` and ``leaf_candidates`` instead of calling ``lock_boundary`` /
-``value_size`` / ``usable_length`` / ``is_candidate`` on its hot paths. :func:`check_flags`
-compares each flag with its hook on every node of a tree; :func:`flags_test` does so on
-random trees.
+``whole_when_complete``, ``leaf_candidates`` and ``adopts_past_borrowed`` instead of calling
+``lock_boundary`` / ``value_size`` / ``usable_length`` / ``is_candidate`` / ``adopt_path`` on
+its hot paths. :func:`check_flags` compares each flag with its hook on every node of a tree;
+:func:`flags_test` does so on random trees.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,8 @@ def check_flags(cache: PrefixCache) -> None:
         complete = tree.holes[component.index] == 0
         for node in nodes:
             _check_node(component, node, complete)
+            if component.adopts_past_borrowed:
+                _check_adoption(component, _path(node))
 
 
 def _check_node(component: Component, node: Node, complete: bool) -> None:
@@ -54,6 +57,27 @@ def _check_node(component: Component, node: Node, complete: bool) -> None:
         assert component.value_size(node) == node.length, (name, node.id, "per_token")
     if component.leaf_candidates and complete and component.is_candidate(node):
         assert not node.children, (name, node.id, "leaf_candidates")
+
+
+ADOPT_BASE = 1 << 20
+"""The first slot id of the made-up slots an adoption check offers (position p: base + p),
+so that a duplicate handed back names the position it came from."""
+
+
+def _check_adoption(component: Component, path: list[Node]) -> None:
+    """``adopts_past_borrowed``: with ``borrowed`` at any node boundary of ``path``, the
+    component's ``adopt_path`` takes no value for, and returns no duplicate from, a node
+    ending at or before it (the tree leaves those nodes out of the path it passes)."""
+    end = path[-1].end
+    slots = np.arange(ADOPT_BASE, ADOPT_BASE + end, dtype=np.int64)
+    data = component.request_side().direct_input(slots, end)
+    for borrowed in [0, *(node.end for node in path)]:
+        adopted, duplicates = component.adopt_path(path, data, borrowed)
+        early = [node.id for node, _ in adopted if node.end <= borrowed]
+        assert not early, (component.name, early, borrowed, "adopts_past_borrowed (adopted)")
+        positions = np.asarray(duplicates, dtype=np.int64) - ADOPT_BASE
+        assert not (positions < borrowed).any(), \
+            (component.name, path[-1].id, borrowed, "adopts_past_borrowed (duplicates)")
 
 
 def _window_node(node: Node, target: int) -> Node:
