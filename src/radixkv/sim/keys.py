@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -201,3 +202,30 @@ class PrefixIndex:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+
+class TimedPrefixIndex:
+    """Prefix keys with the simulated time each was first added: what a cluster's engines
+    computed, and from when on. Closed under prefixes like :class:`PrefixIndex` when whole
+    computed stretches are added, and a page is never first added after a later page of the
+    same sequence, so the pages present by a given time form a prefix of a prompt too."""
+
+    def __init__(self, page: int) -> None:
+        self.page = page
+        self.times: dict[int, float] = {}
+
+    def add(self, keys: Iterable[int], when: float) -> None:
+        times = self.times
+        for key in keys:
+            times.setdefault(key, when)
+
+    def longest(self, keys: list[int], now: float) -> int:
+        """Tokens of the longest prefix whose page keys were added by ``now``; O(log pages)
+        lookups."""
+        times = self.times
+        found = bisect.bisect_left(keys[::-1], True,
+                                   key=lambda key: times.get(key, math.inf) <= now)
+        return (len(keys) - found) * self.page
+
+    def __len__(self) -> int:
+        return len(self.times)

@@ -27,8 +27,7 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
     recomputed = sum(r.recomputed for r in served)
     tiered = result.config.engine.cache.host is not None
     losses = {name: sum(r.losses.get(name, 0) for r in served) for name in REASONS}
-    ideal = prompt - sum(losses[name] for name in ("not_cached_yet", "other_namespace",
-                                                    "never_seen", "uncacheable_tail"))
+    ideal = prompt - sum(losses[name] for name in REASONS[REASONS.index("other_engine"):])
     return {
         "label": label or _label(result),
         "config": _config(result),
