@@ -376,6 +376,8 @@ class SimEngine:
         self._next_sample = self.now + self.config.sample_every
         stats = self.cache.stats()
         used = [c.pool_capacity - c.pool_available for c in stats.components.values()]
+        if stats.host is not None:
+            used += [c.pool_capacity - c.pool_available for c in stats.host.components.values()]
         self.samples.append((self.now, stats.held_by_requests, *used))
 
 

@@ -12,13 +12,17 @@ from .cluster import SimResult
 from .jobs import component_names
 from .load import load_report, percentiles
 from .records import REASONS, RequestRecord
+from .units import tokens
 
 HIT_BINS = (0, 1, 256, 1024, 4096, 16384, 65536)
 MAX_SAMPLES = 400
 
 
-def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
-    """Everything a person asks of one run; pure."""
+def summarize(result: SimResult, label: str | None = None,
+              unbounded: bool = False) -> dict[str, Any]:
+    """Everything a person asks of one run; pure. ``unbounded``: the run's FULL capacity
+    stands for ``inf`` (every token of the workload fits): the configuration's
+    ``capacity`` is then ``None`` and ``capacity_tokens`` the slots that took."""
     records = result.records
     served = [r for r in records if not r.rejected]
     prompt = sum(r.prompt_len for r in served)
@@ -29,8 +33,8 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
     losses = {name: sum(r.losses.get(name, 0) for r in served) for name in REASONS}
     ideal = prompt - sum(losses[name] for name in REASONS[REASONS.index("other_engine"):])
     return {
-        "label": label or _label(result),
-        "config": _config(result),
+        "label": label or _label(result, unbounded),
+        "config": _config(result, unbounded),
         "requests": len(records),
         "rejected": len(records) - len(served),
         "preempted": sum(r.preemptions for r in records),
@@ -65,23 +69,19 @@ def ttft_values(result: SimResult) -> list[float]:
     return sorted(t for t in (r.ttft for r in result.records) if t is not None)
 
 
-def _label(result: SimResult) -> str:
+def _label(result: SimResult, unbounded: bool) -> str:
     cache = result.config.engine.cache
-    return f"{'+'.join(component_names(cache))} {_tokens(cache.capacity)} {cache.policy}"
+    capacity = tokens(None if unbounded else cache.capacity)
+    host = "" if cache.host is None else f" + host {tokens(cache.host.capacity)}"
+    return f"{'+'.join(component_names(cache))} {capacity} {cache.policy}{host}"
 
 
-def _tokens(count: int) -> str:
-    for unit, size in (("M", 1_000_000), ("K", 1_000)):
-        if count >= size:
-            return f"{count / size:g}{unit}"
-    return str(count)
-
-
-def _config(result: SimResult) -> dict[str, Any]:
+def _config(result: SimResult, unbounded: bool) -> dict[str, Any]:
     engine = result.config.engine
     cache = engine.cache
     return {
-        "capacity": cache.capacity, "page_size": cache.page_size, "policy": cache.policy,
+        "capacity": None if unbounded else cache.capacity, "capacity_tokens": cache.capacity,
+        "page_size": cache.page_size, "policy": cache.policy,
         "components": list(component_names(cache)), "sliding_window": cache.sliding_window,
         "mamba_track_interval": cache.mamba_track_interval, "hints": engine.hints,
         "cost_model": engine.cost.name, "layers": {
@@ -98,6 +98,8 @@ def _config(result: SimResult) -> dict[str, Any]:
 def _engine(engine: Any) -> dict[str, Any]:
     stats = engine.cache.stats()
     names = ["time_s", "held_by_requests", *(f"{kind}_used" for kind in stats.components)]
+    if stats.host is not None:
+        names += [f"host_{kind}_used" for kind in stats.host.components]
     samples = engine.samples[:: max(1, -(-len(engine.samples) // MAX_SAMPLES))]
     return {
         "steps": engine.steps,
