@@ -56,13 +56,13 @@ def test_the_summary_names_every_outcome_present(reports: list) -> None:  # type
 
 def test_plots_are_written_as_png(reports: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
     pytest.importorskip("matplotlib")
-    from radixkv.sim import plots
+    from radixkv.sim import plot_memory, plots
 
     only = [r for r, _ in reports]
     paths = [
         plots.hit_rate_vs_capacity(only, tmp_path / "hit.png"),
         plots.ttft_cdf([(r["label"], t) for r, t in reports], tmp_path / "ttft.png"),
-        plots.memory_over_time(only, tmp_path / "memory.png"),
+        *plot_memory.memory_over_time(only, tmp_path / "memory.png"),
         plots.losses(only, tmp_path / "losses.png"),
         plots.comparison(only, tmp_path / "cmp.png", "two capacities"),
     ]

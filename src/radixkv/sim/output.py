@@ -26,7 +26,8 @@ class Outputs:
 
 def write(out: Path, outputs: Outputs, plots: bool) -> list[Path]:
     """Write report.json, the pictures (``plots``) and report.html into ``out``; return
-    the files written. The JSON is streamed to the file (no copy of it as one string)."""
+    the files written (and print why there are no pictures where matplotlib is missing).
+    The JSON is streamed to the file (no copy of it as one string)."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / "report.json").open("w") as file:
         json.dump(outputs.document, file, indent=1)
@@ -36,6 +37,7 @@ def write(out: Path, outputs: Outputs, plots: bool) -> list[Path]:
         notes.append("no pictures: --no-plots was given")
     elif importlib.util.find_spec("matplotlib") is None:
         notes.append("no pictures: matplotlib is not installed (pip install 'radixkv[plot]')")
+        print(notes[-1])
         plots = False
     pictures = draw(out, outputs) if plots else []
     page = write_html(out / "report.html", outputs.document, outputs.heading, pictures, notes)

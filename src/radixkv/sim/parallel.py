@@ -78,7 +78,7 @@ def _simulate(requests: list[SimRequest], run: PlannedRun,
     it returns: the tree's nodes form cycles, which only a collection frees, and a full
     collection can wait for many runs (each holding its whole cache) in one process."""
     result = simulate(requests, run.shape.config(run.capacity, requests), progress)
-    output = RunOutput(summarize(result, run.label, unbounded=run.capacity is None),
+    output = RunOutput(summarize(result, run.label, run.capacity),
                        ttft_values(result), records_table(result.records))
     del result
     gc.collect()

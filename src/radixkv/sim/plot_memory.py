@@ -14,7 +14,7 @@ from .plot_style import COLORS, Report, pyplot, save, seconds_axis
 PANELS_PER_PAGE = 16
 COLUMNS = 4
 
-DEVICE_DASHES = {"full": "-", "swa": "-.", "mamba": (0, (5, 1))}
+DEVICE_DASHES = {"full": "-", "swa": "-.", "mamba": (0, (3, 1, 1, 1, 1, 1))}
 HOST_DASH = ":"
 
 
@@ -76,6 +76,9 @@ def _panel(ax: Any, report: Report) -> dict[str, Any]:
     ax.set_title(report["label"] + (f" ({engines} engines)" if engines > 1 else ""),
                  fontsize=8)
     ax.set_ylim(0, 105)
+    end = max((row[0] for e in report["engines"] for row in e["memory"]["samples"]),
+              default=0.0)
+    ax.set_xlim(0, end or 1.0)
     ax.tick_params(labelsize=7)
     seconds_axis(ax.xaxis)
     ax.grid(alpha=0.3)

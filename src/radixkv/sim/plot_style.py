@@ -59,7 +59,7 @@ def capacity_axis(ax: Any, capacities: list[int | None]) -> None:
     """A log x axis ticked at exactly the capacities run, in one notation, ``∞`` last."""
     finite = sorted({c for c in capacities if c is not None})
     ticks = [capacity_x(c, finite) for c in finite]
-    labels = [tokens(c, exact=False) for c in finite]
+    labels = [tokens(c) for c in finite]
     if any(c is None for c in capacities):
         ticks.append(capacity_x(None, finite))
         labels.append(INFINITY)
@@ -70,10 +70,14 @@ def capacity_axis(ax: Any, capacities: list[int | None]) -> None:
         ax.set_xlim(ticks[0] / 2, ticks[0] * 2)
 
 
-def seconds_axis(axis: Any) -> None:
-    """Tick labels of a time axis in ms below a second, s above it."""
-    from matplotlib.ticker import FuncFormatter
+def seconds_axis(axis: Any, log: bool = False) -> None:
+    """Tick labels of a time axis in ms below a second, s above it; on a ``log`` axis
+    ticks at 1, 2 and 5 of each decade, none unlabelled in between."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    if log:
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_minor_formatter(NullFormatter())
     axis.set_major_formatter(FuncFormatter(lambda value, _: seconds_tick(value)))
 
 

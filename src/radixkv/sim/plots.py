@@ -120,7 +120,7 @@ def ttft_figure(samples: list[tuple[str, list[float]]]) -> Any:
         ax.step(sorted(values), ys, where="post", label=label, markevery=0.1, markersize=4,
                 **style)
     ax.set_xscale("log")
-    seconds_axis(ax.xaxis)
+    seconds_axis(ax.xaxis, log=True)
     percent_axis(ax.yaxis)
     ax.set_xlabel("time to first token")
     ax.set_ylabel("requests")
@@ -189,6 +189,7 @@ def comparison_figure(reports: list[Report], title: str) -> Any:
     right.set_yticklabels([])
     right.legend(fontsize=8)
     fig.suptitle(title)
+    fig.tight_layout()
     return fig
 
 

@@ -4,6 +4,7 @@ latency percentiles, memory over time, evictions, and the gap to an unbounded ca
 from __future__ import annotations
 
 from itertools import pairwise
+from types import EllipsisType
 from typing import Any
 
 import numpy as np
@@ -19,10 +20,12 @@ MAX_SAMPLES = 400
 
 
 def summarize(result: SimResult, label: str | None = None,
-              unbounded: bool = False) -> dict[str, Any]:
-    """Everything a person asks of one run; pure. ``unbounded``: the run's FULL capacity
-    stands for ``inf`` (every token of the workload fits): the configuration's
-    ``capacity`` is then ``None`` and ``capacity_tokens`` the slots that took."""
+              capacity: int | EllipsisType | None = ...) -> dict[str, Any]:
+    """Everything a person asks of one run; pure. ``capacity``: the FULL capacity the run
+    was asked for, where it is not the cache's own (``None``: unbounded, the slots of every
+    token of the workload; a number of tokens the cache rounded up to whole pages). The
+    configuration's ``capacity`` is that, ``capacity_tokens`` the cache's."""
+    asked = result.config.engine.cache.capacity if capacity is ... else capacity
     records = result.records
     served = [r for r in records if not r.rejected]
     prompt = sum(r.prompt_len for r in served)
@@ -33,8 +36,8 @@ def summarize(result: SimResult, label: str | None = None,
     losses = {name: sum(r.losses.get(name, 0) for r in served) for name in REASONS}
     ideal = prompt - sum(losses[name] for name in REASONS[REASONS.index("other_engine"):])
     return {
-        "label": label or _label(result, unbounded),
-        "config": _config(result, unbounded),
+        "label": label or _label(result, asked),
+        "config": _config(result, asked),
         "requests": len(records),
         "rejected": len(records) - len(served),
         "preempted": sum(r.preemptions for r in records),
@@ -69,18 +72,17 @@ def ttft_values(result: SimResult) -> list[float]:
     return sorted(t for t in (r.ttft for r in result.records) if t is not None)
 
 
-def _label(result: SimResult, unbounded: bool) -> str:
+def _label(result: SimResult, capacity: int | None) -> str:
     cache = result.config.engine.cache
-    capacity = tokens(None if unbounded else cache.capacity)
     host = "" if cache.host is None else f" + host {tokens(cache.host.capacity)}"
-    return f"{'+'.join(component_names(cache))} {capacity} {cache.policy}{host}"
+    return f"{'+'.join(component_names(cache))} {tokens(capacity)} {cache.policy}{host}"
 
 
-def _config(result: SimResult, unbounded: bool) -> dict[str, Any]:
+def _config(result: SimResult, capacity: int | None) -> dict[str, Any]:
     engine = result.config.engine
     cache = engine.cache
     return {
-        "capacity": None if unbounded else cache.capacity, "capacity_tokens": cache.capacity,
+        "capacity": capacity, "capacity_tokens": cache.capacity,
         "page_size": cache.page_size, "policy": cache.policy,
         "components": list(component_names(cache)), "sliding_window": cache.sliding_window,
         "mamba_track_interval": cache.mamba_track_interval, "hints": engine.hints,

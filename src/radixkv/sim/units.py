@@ -9,15 +9,12 @@ INFINITY = "∞"
 _UNITS = (("G", 1_000_000_000), ("M", 1_000_000), ("K", 1_000))
 
 
-def tokens(count: int | None, exact: bool = True) -> str:
+def tokens(count: int | None) -> str:
     """A token count: ``None`` (unbounded) as ``∞``, under 1,000 as it is, else in the
     largest unit it reaches (K, M, G) with the decimals it needs to stay exact: ``300K``,
-    ``1.25M`` (never ``1250K``), ``4.096K``. Not ``exact`` (an axis's ticks): to three
-    significant digits, ``125K`` for 125,008."""
+    ``1.25M`` (never ``1250K``), ``4.096K``."""
     if count is None:
         return INFINITY
-    if not exact:
-        count = int(float(f"{count:.3g}"))
     for unit, size in _UNITS:
         if count >= size:
             whole, rest = divmod(count, size)
