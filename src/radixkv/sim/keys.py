@@ -205,10 +205,12 @@ class PrefixIndex:
 
 
 class TimedPrefixIndex:
-    """Prefix keys with the simulated time each was first added: what a cluster's engines
-    computed, and from when on. Closed under prefixes like :class:`PrefixIndex` when whole
-    computed stretches are added, and a page is never first added after a later page of the
-    same sequence, so the pages present by a given time form a prefix of a prompt too."""
+    """Prefix keys with the earliest simulated time each was added: what a cluster's
+    engines computed, and from when on. Engines add out of time order (each step is added
+    at its end, and one engine may run ahead of another), so a key keeps the earliest time
+    any engine gave it. An engine adds a stretch of a sequence only once it has computed
+    (or cached) the pages before it, at no later time: so along a sequence the times do not
+    decrease, and the pages present by a given time form a prefix of it."""
 
     def __init__(self, page: int) -> None:
         self.page = page
@@ -217,7 +219,8 @@ class TimedPrefixIndex:
     def add(self, keys: Iterable[int], when: float) -> None:
         times = self.times
         for key in keys:
-            times.setdefault(key, when)
+            if times.get(key, math.inf) > when:
+                times[key] = when
 
     def longest(self, keys: list[int], now: float) -> int:
         """Tokens of the longest prefix whose page keys were added by ``now``; O(log pages)

@@ -22,9 +22,10 @@ MAX_SAMPLES = 400
 def summarize(result: SimResult, label: str | None = None,
               capacity: int | EllipsisType | None = ...) -> dict[str, Any]:
     """Everything a person asks of one run; pure. ``capacity``: the FULL capacity the run
-    was asked for, where it is not the cache's own (``None``: unbounded, the slots of every
-    token of the workload; a number of tokens the cache rounded up to whole pages). The
-    configuration's ``capacity`` is that, ``capacity_tokens`` the cache's."""
+    was asked for, when that is not the cache's own (``None``: unbounded, for which the
+    cache got a slot for every token of the workload; or tokens the cache rounded up to
+    whole pages); the report's ``config.capacity`` shows it, ``config.capacity_tokens``
+    the cache's slots."""
     asked = result.config.engine.cache.capacity if capacity is ... else capacity
     records = result.records
     served = [r for r in records if not r.rejected]
