@@ -3,11 +3,9 @@ per namespace, and drawn as hit_rate.png's reference line."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from radixkv.sim import plots
 from radixkv.sim.bound import allowed_hits, reuse_bound
@@ -48,25 +46,21 @@ def _report(capacity: int, rate: float, page: int, bound: float | None) -> dict[
     config = {"components": ["full"], "policy": "lru", "page_size": page, "engines": 1,
               "router": "round-robin", "capacity": capacity}
     report: dict[str, Any] = {"config": config, "token_hit_rate": rate,
-                              "ideal_hit_rate": 0.9}
+                              "ideal_hit_rate": 0.9, "hit_rate_by_tier": {
+                                  "device": rate, "host": None, "storage": None}}
     if bound is not None:
         report["reuse_bound"] = {"page_size": page, "token_hit_rate": bound}
     return report
 
 
-def test_hit_rate_plot_draws_the_trace_s_bound_not_a_run_s_estimate(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    drawn: list[Any] = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: drawn.append(fig) or path)
+def test_hit_rate_plot_draws_the_trace_s_bound_not_a_run_s_estimate() -> None:
     reports = [_report(1000, 0.2, 16, 0.65), _report(5000, 0.6, 16, 0.65),
                _report(1000, 0.25, 1, 0.7), _report(5000, 0.62, 1, 0.7)]
-    plots.hit_rate_vs_capacity(reports, tmp_path / "hit_rate.png")
-    ax = drawn[0].axes[0]
+    ax = plots.hit_rate_figure(reports).axes[0]
     flat = {line.get_label(): line.get_ydata()[0] for line in ax.lines
             if line.get_linestyle() == ":"}
     assert flat == {"trace's reuse bound, page 1: 70.0% (every earlier prefix reused)": 70.0,
                     "trace's reuse bound, page 16: 65.0% (every earlier prefix reused)": 65.0}
-    drawn.clear()  # reports without a bound (summaries made by hand): no reference line
-    plots.hit_rate_vs_capacity([_report(1000, 0.2, 16, None), _report(9, 0.1, 16, None)],
-                               tmp_path / "hit_rate.png")
-    assert not [line for line in drawn[0].axes[0].lines if line.get_linestyle() == ":"]
+    # reports without a bound (summaries made by hand): no reference line
+    fig = plots.hit_rate_figure([_report(1000, 0.2, 16, None), _report(9, 0.1, 16, None)])
+    assert not [line for line in fig.axes[0].lines if line.get_linestyle() == ":"]

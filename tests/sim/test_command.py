@@ -51,7 +51,8 @@ def test_sim_replay_runs_each_capacity_of_a_mooncake_style_trace(
     assert "12 requests" in out and "hit rate" in out
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     runs = report["runs"]
-    assert [r["label"] for r in runs] == ["full 2K", "full inf"]
+    assert [r["label"] for r in runs] == ["full 2K", "full ∞"]
+    assert [r["config"]["capacity"] for r in runs] == [2_000, None]
     assert runs[0]["token_hit_rate"] <= runs[1]["token_hit_rate"]
     # the trace's bound: r1 and r2 reuse block 0 (512 tokens), r3..r11 blocks 0 and i % 3
     # (1,024), of 12 × 1,200 prompt tokens; the unbounded run, 100 ms apart, reaches it
@@ -262,6 +263,8 @@ def test_without_matplotlib_the_report_is_written_and_plots_are_skipped(
     assert code == 0
     assert "matplotlib is not installed" in capsys.readouterr().out
     assert (tmp_path / "report.json").exists() and not list(tmp_path.glob("*.png"))
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "<li>no pictures: matplotlib is not installed" in page and "<img" not in page
 
 
 def test_sim_run_with_a_host_tier_reports_hits_per_tier(

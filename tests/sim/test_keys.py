@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from radixkv.sim import keys as keys_module
-from radixkv.sim.keys import PrefixIndex, SequenceKeys, namespace_salt, page_keys
+from radixkv.sim.keys import (
+    PrefixIndex,
+    SequenceKeys,
+    TimedPrefixIndex,
+    namespace_salt,
+    page_keys,
+)
 
 from .support import tokens
 
@@ -101,3 +107,17 @@ def test_sequence_keys_of_sequences_shorter_than_a_page_are_empty() -> None:
     assert table.of(0) == table.of(1) == [] and table.of(2) == page_keys(
         np.array([5, 6, 9], dtype=np.uint32), 4).tolist() == []
     assert SequenceKeys([], 4)._offsets == [0]
+
+
+def test_a_timed_index_finds_the_prefix_present_by_a_time_and_keeps_the_earliest() -> None:
+    keys = page_keys(np.arange(40, dtype=np.uint32), 4).tolist()  # 10 pages
+    index = TimedPrefixIndex(4)
+    index.add(keys[:6], 5.0)  # one engine's step ends at 5 s
+    index.add(keys[:8], 4.0)  # another, behind it in the event loop, computed more by 4 s
+    index.add(keys[8:], 7.0)
+    assert index.longest(keys, 3.9) == 0
+    assert index.longest(keys, 4.0) == 32  # the first 6 pages count from 4 s, not 5 s
+    assert index.longest(keys, 6.0) == 32
+    assert index.longest(keys, 7.0) == 40
+    assert index.longest(keys[:3], 4.5) == 12
+    assert len(index) == 10

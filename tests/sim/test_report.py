@@ -56,13 +56,13 @@ def test_the_summary_names_every_outcome_present(reports: list) -> None:  # type
 
 def test_plots_are_written_as_png(reports: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
     pytest.importorskip("matplotlib")
-    from radixkv.sim import plots
+    from radixkv.sim import plot_memory, plots
 
     only = [r for r, _ in reports]
     paths = [
         plots.hit_rate_vs_capacity(only, tmp_path / "hit.png"),
         plots.ttft_cdf([(r["label"], t) for r, t in reports], tmp_path / "ttft.png"),
-        plots.memory_over_time(only, tmp_path / "memory.png"),
+        *plot_memory.memory_over_time(only, tmp_path / "memory.png"),
         plots.losses(only, tmp_path / "losses.png"),
         plots.comparison(only, tmp_path / "cmp.png", "two capacities"),
     ]
@@ -71,15 +71,16 @@ def test_plots_are_written_as_png(reports: list, tmp_path: Path) -> None:  # typ
 
 
 def test_a_partition_lists_every_reason_in_order_and_adds_up() -> None:
-    # page 4, 30 prompt tokens: 28 cacheable; hit 8, resident 12, held 16, computed 16,
-    # seen 20 (this namespace), 24 (any)
-    parts = partition(30, 4, 8, (12, 16, 16, 20, 24))
+    # page 4, 30 prompt tokens: 28 cacheable; hit 8, resident 12, held 16, computed 16 (here),
+    # 20 (any engine), seen 24 (this namespace), 24 (any)
+    parts = partition(30, 4, 8, (12, 16, 16, 20, 24, 24))
     assert list(parts) == list(REASONS)
     assert parts == {"hit": 8, "evicted_full": 4, "swa_mamba_missing": 4, "never_cached": 0,
-                     "not_cached_yet": 4, "other_namespace": 4, "never_seen": 4,
-                     "uncacheable_tail": 2}
+                     "other_engine": 4, "not_cached_yet": 4, "other_namespace": 0,
+                     "never_seen": 4, "uncacheable_tail": 2}
     # unknown residency: the whole stretch to what the cache held once counts as evicted;
     # bounds beyond the cacheable part are capped
-    assert partition(30, 4, 8, (None, 4, 40, 0, 0)) == {
+    assert partition(30, 4, 8, (None, 4, 40, 0, 0, 0)) == {
         "hit": 8, "evicted_full": 0, "swa_mamba_missing": 0, "never_cached": 20,
-        "not_cached_yet": 0, "other_namespace": 0, "never_seen": 0, "uncacheable_tail": 2}
+        "other_engine": 0, "not_cached_yet": 0, "other_namespace": 0, "never_seen": 0,
+        "uncacheable_tail": 2}

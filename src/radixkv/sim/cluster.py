@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from ..progress import Progress
 from .engine import EngineConfig, SimEngine
 from .jobs import Job
-from .keys import PrefixIndex, SequenceKeys, namespace_salt
+from .keys import PrefixIndex, SequenceKeys, TimedPrefixIndex, namespace_salt
 from .records import RequestRecord
 from .requests import SimRequest, cached_parts, check_workload
 
@@ -90,7 +90,8 @@ def simulate(requests: Sequence[SimRequest], config: SimConfig,
     engine_config = config.engine
     if config.router == "kv-aware" and config.engines > 1 and not engine_config.events:
         engine_config = replace(engine_config, events=True)
-    engines = [SimEngine(engine_config, index) for index in range(config.engines)]
+    shared = TimedPrefixIndex(engine_config.cache.page_size) if config.engines > 1 else None
+    engines = [SimEngine(engine_config, index, shared) for index in range(config.engines)]
     with _collector_off():
         run = _Run(requests, engines, _Router(config.router, engines), progress)
         run.loop()

@@ -1,6 +1,6 @@
 """``radixkv sim run | replay | sweep``: simulate a workload or a trace, print summaries,
-write a JSON report and PNG plots. Only argparse is imported at module level (``radixkv
---help`` stays fast); the simulator is imported when a command runs."""
+write a JSON report, PNG pictures and report.html. Only argparse is imported at module
+level (``radixkv --help`` stays fast); the simulator is imported when a command runs."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def _setup_options(parser: argparse.ArgumentParser, default_capacity: list[str],
                         default=["round-robin"] if sweep else "round-robin")
     out = parser.add_argument_group("output")
     out.add_argument("--out", type=Path, default=Path("sim-results"),
-                     help="folder for report.json and the PNG plots")
+                     help="folder for report.json, the PNG pictures and report.html")
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     out.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar on stderr (none: only on a terminal)")

@@ -43,7 +43,7 @@ from .batch import DecodeBatch
 from .copies import SimCopyEngine
 from .costs import CostModel
 from .jobs import Job, JobOps
-from .keys import PrefixIndex
+from .keys import PrefixIndex, TimedPrefixIndex
 from .records import partition
 from .resident import ResidentIndex
 
@@ -67,9 +67,14 @@ class EngineConfig:
 
 
 class SimEngine:
-    """See the module docstring. ``now`` is the engine's clock (simulated seconds)."""
+    """See the module docstring. ``now`` is the engine's clock (simulated seconds).
+    ``computed_anywhere``: the pages any engine of the cluster computed, and when each
+    step that computed them ended; shared by all of them (each adds its own) to tell a
+    prefix another engine had computed from one no engine had yet (``None`` with one
+    engine: its own ``computed_once`` is that)."""
 
-    def __init__(self, config: EngineConfig, index: int = 0) -> None:
+    def __init__(self, config: EngineConfig, index: int = 0,
+                 computed_anywhere: TimedPrefixIndex | None = None) -> None:
         cache_config = replace(config.cache, events=True) if config.events else config.cache
         self.config, self.index = config, index
         self.copies = None if cache_config.host is None else SimCopyEngine(
@@ -88,6 +93,7 @@ class SimEngine:
         self.held_once = PrefixIndex(self.page)  # pages this cache took at least once
         # pages this engine computed: the same as held_once unless MAMBA cuts inserts
         self.computed_once = PrefixIndex(self.page) if self.ops.mamba else self.held_once
+        self.computed_anywhere = computed_anywhere
         self.resident = ResidentIndex(self.page) if config.events else None
         self.samples: list[tuple[float, ...]] = []
         self._next_sample = 0.0
@@ -206,7 +212,9 @@ class SimEngine:
         held = min(self.held_once.longest(keys), seen)
         computed = held if self.computed_once is self.held_once else min(
             self.computed_once.longest(keys), seen)
-        bounds = (resident, held, computed, seen, job.seen_any)
+        elsewhere = computed if self.computed_anywhere is None else min(
+            self.computed_anywhere.longest(keys, self.now), seen)
+        bounds = (resident, held, computed, elsewhere, seen, job.seen_any)
         record.losses = partition(job.prompt_len, self.page, hit, bounds)
 
     def _reject(self, job: Job, done: list[Job]) -> None:
@@ -226,6 +234,10 @@ class SimEngine:
         elapsed += self._decode_time()
         self.now += elapsed
         self.busy_seconds += elapsed
+        if self.computed_anywhere is not None:  # computed as this step ends, not before
+            for job, past in chunks:
+                self.computed_anywhere.add(job.keys[past // self.page : job.computed // self.page],
+                                           self.now)
         finished = self.batch.advance(1) if decoding else []
         self.prefilling = [job for job in self.prefilling if job.computed < job.prompt_len]
         for job, _ in chunks:
@@ -342,6 +354,8 @@ class SimEngine:
                 # the prompt's pages were remembered at prefill, unless MAMBA cut them off
                 start = 0 if self.ops.mamba else job.prompt_len - job.prompt_len % self.page
                 self._remember(keys, start, held, len(keys) * self.page)
+                if self.computed_anywhere is not None:
+                    self.computed_anywhere.add(keys[start // self.page :], self.now)
             job.record.finished = self.now
             done.append(job)
 
@@ -362,6 +376,8 @@ class SimEngine:
         self._next_sample = self.now + self.config.sample_every
         stats = self.cache.stats()
         used = [c.pool_capacity - c.pool_available for c in stats.components.values()]
+        if stats.host is not None:
+            used += [c.pool_capacity - c.pool_available for c in stats.host.components.values()]
         self.samples.append((self.now, stats.held_by_requests, *used))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -201,3 +202,33 @@ class PrefixIndex:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+
+class TimedPrefixIndex:
+    """Prefix keys with the earliest simulated time each was added: what a cluster's
+    engines computed, and from when on. Engines add out of time order (each step is added
+    at its end, and one engine may run ahead of another), so a key keeps the earliest time
+    any engine gave it. An engine adds a stretch of a sequence only once it has computed
+    (or cached) the pages before it, at no later time: so along a sequence the times do not
+    decrease, and the pages present by a given time form a prefix of it."""
+
+    def __init__(self, page: int) -> None:
+        self.page = page
+        self.times: dict[int, float] = {}
+
+    def add(self, keys: Iterable[int], when: float) -> None:
+        times = self.times
+        for key in keys:
+            if times.get(key, math.inf) > when:
+                times[key] = when
+
+    def longest(self, keys: list[int], now: float) -> int:
+        """Tokens of the longest prefix whose page keys were added by ``now``; O(log pages)
+        lookups."""
+        times = self.times
+        found = bisect.bisect_left(keys[::-1], True,
+                                   key=lambda key: times.get(key, math.inf) <= now)
+        return (len(keys) - found) * self.page
+
+    def __len__(self) -> int:
+        return len(self.times)

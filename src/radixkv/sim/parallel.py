@@ -8,11 +8,12 @@ platform forks and this process runs no other thread; otherwise pickled once per
 simulates the runs it is handed and sends back only what the report needs (the summary, the
 TTFT values and the per-request table). Results come back in plan order, so the printed
 summaries and the report are what one job gives; a progress bar counts the requests of
-every run. Each worker holds one simulation (one cache) at a time.
+every run. Each process, this one with one job, holds one simulation (one cache) at a time.
 """
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -73,9 +74,15 @@ def run_plan(requests: list[SimRequest], plan: Sequence[PlannedRun], jobs: int,
 
 def _simulate(requests: list[SimRequest], run: PlannedRun,
               progress: Progress | None) -> RunOutput:
+    """One run, reduced to what the report keeps. Its engines and cache are freed before
+    it returns: the tree's nodes form cycles, which only a collection frees, and a full
+    collection can wait for many runs (each holding its whole cache) in one process."""
     result = simulate(requests, run.shape.config(run.capacity, requests), progress)
-    return RunOutput(summarize(result, run.label), ttft_values(result),
-                     records_table(result.records))
+    output = RunOutput(summarize(result, run.label, run.capacity),
+                       ttft_values(result), records_table(result.records))
+    del result
+    gc.collect()
+    return output
 
 
 def _in_pool(requests: list[SimRequest], plan: Sequence[PlannedRun], jobs: int,

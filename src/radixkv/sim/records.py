@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-REASONS = ("hit", "evicted_full", "swa_mamba_missing", "never_cached", "not_cached_yet",
-           "other_namespace", "never_seen", "uncacheable_tail")
+REASONS = ("hit", "evicted_full", "swa_mamba_missing", "never_cached", "other_engine",
+           "not_cached_yet", "other_namespace", "never_seen", "uncacheable_tail")
 """How a prompt's tokens split, in this order along the prompt:
 
 * ``hit``: served from the cache.
@@ -15,8 +15,10 @@ REASONS = ("hit", "evicted_full", "swa_mamba_missing", "never_cached", "not_cach
   end. Without the events index these tokens count as ``evicted_full``.
 * ``never_cached``: this engine computed them but its cache did not keep them (with MAMBA:
   they lay after the request's last state checkpoint).
-* ``not_cached_yet``: an earlier request in this namespace had them, but this engine never
-  computed them: that request was still running (in flight), or ran on another engine.
+* ``other_engine``: another engine computed them (a request in this namespace that the
+  router sent there); this engine never did. Only with several engines.
+* ``not_cached_yet``: an earlier request in this namespace had them, but no engine had
+  computed them yet: that request was still waiting or prefilling (in flight).
 * ``other_namespace``: only requests of another namespace had them.
 * ``never_seen``: no earlier request had them.
 * ``uncacheable_tail``: the last token (always computed, its logits are needed) and the
@@ -69,22 +71,24 @@ class RequestRecord:
         return self.prefilled - (self.prompt_len - self.hit)
 
 
-def partition(length: int, page: int, hit: int, bounds: tuple[int | None, int, int, int, int]
-              ) -> dict[str, int]:
+def partition(length: int, page: int, hit: int,
+              bounds: tuple[int | None, int, int, int, int, int]) -> dict[str, int]:
     """Split ``length`` prompt tokens by :data:`REASONS`. ``bounds`` are prefix lengths:
     FULL KV resident now (``None``: unknown), held once by this cache, computed once by this
-    engine, seen in earlier requests of this namespace, and of any namespace. Each reason
-    takes the stretch between consecutive bounds (each raised to at least the one before),
-    so the parts add up to ``length``."""
+    engine, computed once by any engine, seen in earlier requests of this namespace, and of
+    any namespace. Each reason takes the stretch between consecutive bounds (each raised to
+    at least the one before), so the parts add up to ``length``."""
     cap = max(0, length - 1) // page * page
-    resident, held, computed, seen, anywhere = bounds
+    resident, held, computed, elsewhere, seen, anywhere = bounds
     # bench sim: straight-line min/max, once per admission
     live = min(max(hit if resident is None else resident, hit), cap)
     held = min(max(held, live), cap)
     computed = min(max(computed, held), cap)
-    seen = min(max(seen, computed), cap)
+    elsewhere = min(max(elsewhere, computed), cap)
+    seen = min(max(seen, elsewhere), cap)
     anywhere = min(max(anywhere, seen), cap)
     return {"hit": hit, "evicted_full": held - live, "swa_mamba_missing": live - hit,
-            "never_cached": computed - held, "not_cached_yet": seen - computed,
+            "never_cached": computed - held, "other_engine": elsewhere - computed,
+            "not_cached_yet": seen - elsewhere,
             "other_namespace": anywhere - seen, "never_seen": cap - anywhere,
             "uncacheable_tail": length - cap}

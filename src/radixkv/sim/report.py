@@ -4,6 +4,7 @@ latency percentiles, memory over time, evictions, and the gap to an unbounded ca
 from __future__ import annotations
 
 from itertools import pairwise
+from types import EllipsisType
 from typing import Any
 
 import numpy as np
@@ -12,13 +13,20 @@ from .cluster import SimResult
 from .jobs import component_names
 from .load import load_report, percentiles
 from .records import REASONS, RequestRecord
+from .units import tokens
 
 HIT_BINS = (0, 1, 256, 1024, 4096, 16384, 65536)
 MAX_SAMPLES = 400
 
 
-def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
-    """Everything a person asks of one run; pure."""
+def summarize(result: SimResult, label: str | None = None,
+              capacity: int | EllipsisType | None = ...) -> dict[str, Any]:
+    """Everything a person asks of one run; pure. ``capacity``: the FULL capacity the run
+    was asked for, when that is not the cache's own (``None``: unbounded, for which the
+    cache got a slot for every token of the workload; or tokens the cache rounded up to
+    whole pages); the report's ``config.capacity`` shows it, ``config.capacity_tokens``
+    the cache's slots."""
+    asked = result.config.engine.cache.capacity if capacity is ... else capacity
     records = result.records
     served = [r for r in records if not r.rejected]
     prompt = sum(r.prompt_len for r in served)
@@ -27,11 +35,10 @@ def summarize(result: SimResult, label: str | None = None) -> dict[str, Any]:
     recomputed = sum(r.recomputed for r in served)
     tiered = result.config.engine.cache.host is not None
     losses = {name: sum(r.losses.get(name, 0) for r in served) for name in REASONS}
-    ideal = prompt - sum(losses[name] for name in ("not_cached_yet", "other_namespace",
-                                                    "never_seen", "uncacheable_tail"))
+    ideal = prompt - sum(losses[name] for name in REASONS[REASONS.index("other_engine"):])
     return {
-        "label": label or _label(result),
-        "config": _config(result),
+        "label": label or _label(result, asked),
+        "config": _config(result, asked),
         "requests": len(records),
         "rejected": len(records) - len(served),
         "preempted": sum(r.preemptions for r in records),
@@ -66,23 +73,18 @@ def ttft_values(result: SimResult) -> list[float]:
     return sorted(t for t in (r.ttft for r in result.records) if t is not None)
 
 
-def _label(result: SimResult) -> str:
+def _label(result: SimResult, capacity: int | None) -> str:
     cache = result.config.engine.cache
-    return f"{'+'.join(component_names(cache))} {_tokens(cache.capacity)} {cache.policy}"
+    host = "" if cache.host is None else f" + host {tokens(cache.host.capacity)}"
+    return f"{'+'.join(component_names(cache))} {tokens(capacity)} {cache.policy}{host}"
 
 
-def _tokens(count: int) -> str:
-    for unit, size in (("M", 1_000_000), ("K", 1_000)):
-        if count >= size:
-            return f"{count / size:g}{unit}"
-    return str(count)
-
-
-def _config(result: SimResult) -> dict[str, Any]:
+def _config(result: SimResult, capacity: int | None) -> dict[str, Any]:
     engine = result.config.engine
     cache = engine.cache
     return {
-        "capacity": cache.capacity, "page_size": cache.page_size, "policy": cache.policy,
+        "capacity": capacity, "capacity_tokens": cache.capacity,
+        "page_size": cache.page_size, "policy": cache.policy,
         "components": list(component_names(cache)), "sliding_window": cache.sliding_window,
         "mamba_track_interval": cache.mamba_track_interval, "hints": engine.hints,
         "cost_model": engine.cost.name, "layers": {
@@ -99,6 +101,8 @@ def _config(result: SimResult) -> dict[str, Any]:
 def _engine(engine: Any) -> dict[str, Any]:
     stats = engine.cache.stats()
     names = ["time_s", "held_by_requests", *(f"{kind}_used" for kind in stats.components)]
+    if stats.host is not None:
+        names += [f"host_{kind}_used" for kind in stats.host.components]
     samples = engine.samples[:: max(1, -(-len(engine.samples) // MAX_SAMPLES))]
     return {
         "steps": engine.steps,

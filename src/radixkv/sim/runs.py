@@ -1,11 +1,10 @@
 """What ``radixkv sim`` runs: build the workload and the list of setups, simulate each,
-print the summaries and the comparison table, write report.json and the plots."""
+print the summaries and the comparison table, write report.json, the pictures and
+report.html (:mod:`radixkv.sim.output`)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -13,11 +12,13 @@ from typing import Any
 from ..progress import ProgressBar
 from .bound import reuse_bound
 from .command import parse_params
+from .output import Outputs, write
 from .parallel import PlannedRun, default_jobs, run_plan
 from .requests import SimRequest
 from .setup import Shape, parse_capacity
 from .summary import render, render_bound, render_table
 from .trace import TraceConfig, load_trace
+from .units import tokens
 from .workloads import make_workload
 
 
@@ -78,9 +79,9 @@ def label(shape: Shape, capacity: int | None, varying: set[str]) -> str:
         parts.append(f"p{shape.page_size}")
     if "router" in varying and shape.engines > 1:
         parts.append(shape.router)
-    parts.append("inf" if capacity is None else _short(capacity))
+    parts.append(tokens(capacity))
     if shape.host_capacity is not None:
-        parts.append(f"+ host {_short(shape.host_capacity)}")
+        parts.append(f"+ host {tokens(shape.host_capacity)}")
     return " ".join(parts)
 
 
@@ -109,7 +110,8 @@ def execute(args: argparse.Namespace) -> int:
     reports, ttfts, rows = [], [], {}
     bounds = {page: reuse_bound(requests, page)
               for page in dict.fromkeys(shape.page_size for shape in setups)}
-    _print_header(name, requests, bounds)
+    heading = _heading(name, requests, bounds)
+    print("\n".join(heading), flush=True)
     started = time.perf_counter()
     for run, output in run_plan(requests, plan, jobs, ProgressBar(args.progress)):
         output.report["reuse_bound"] = bounds[run.shape.page_size]
@@ -122,44 +124,15 @@ def execute(args: argparse.Namespace) -> int:
         workers = min(jobs, len(plan))
         print(f"{len(plan)} runs in {time.perf_counter() - started:.1f} s of wall time "
               f"({workers} at a time)")
-    _write(args.out, {"workload": name, "reuse_bound": list(bounds.values()), "runs": reports,
-                      "requests": rows}, ttfts, plots=not args.no_plots)
+    document = {"workload": name, "reuse_bound": list(bounds.values()), "runs": reports,
+                "requests": rows}
+    written = write(args.out, Outputs(document, ttfts, heading), plots=not args.no_plots)
+    print("wrote " + ", ".join(str(path) for path in written))
     return 0
 
 
-def _print_header(name: str, requests: list[SimRequest], bounds: dict[int, Any]) -> None:
-    print(f"{name}: {len(requests)} requests, "
-          f"{sum(len(r.prompt) for r in requests):,} prompt tokens", flush=True)
-    for bound in bounds.values():
-        print(render_bound(bound), flush=True)
-
-
-def _short(count: int) -> str:
-    for unit, size in (("M", 1_000_000), ("K", 1_000)):
-        if count >= size and count % (size // 10) == 0:
-            return f"{count / size:g}{unit}"
-    return str(count)
-
-
-def _write(out: Path, document: dict[str, Any], ttfts: list[tuple[str, list[float]]],
-           plots: bool) -> None:
-    """report.json (``document``) and the plots of its runs."""
-    name, reports = document["workload"], document["runs"]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(document, indent=1) + "\n")
-    written = [out / "report.json"]
-    if plots and importlib.util.find_spec("matplotlib") is None:
-        print("no plots: matplotlib is not installed (pip install 'radixkv[plot]')")
-        plots = False
-    if plots:
-        from . import plots as draw
-
-        written.append(draw.ttft_cdf(ttfts, out / "ttft_cdf.png"))
-        written.append(draw.memory_over_time(reports[:6], out / "memory.png"))
-        written.append(draw.losses(reports, out / "losses.png"))
-        if len({r["config"]["capacity"] for r in reports}) > 1:
-            written.append(draw.hit_rate_vs_capacity(reports, out / "hit_rate.png", name))
-        if len({tuple(r["config"]["components"]) for r in reports}) > 1:
-            written.append(draw.comparison(reports, out / "comparison.png",
-                                           f"{name}: layer mixes"))
-    print("wrote " + ", ".join(str(path) for path in written))
+def _heading(name: str, requests: list[SimRequest], bounds: dict[int, Any]) -> list[str]:
+    """What the command prints before its runs (and report.html shows first)."""
+    return [f"{name}: {len(requests):,} requests, "
+            f"{sum(len(r.prompt) for r in requests):,} prompt tokens",
+            *(render_bound(bound) for bound in bounds.values())]

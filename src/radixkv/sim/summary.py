@@ -5,14 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from .records import REASONS
+from .units import seconds, tokens
 
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:5.1f}%"
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{1000 * value:8.1f}"
 
 
 def _share(part: float, whole: float) -> float | None:
@@ -55,7 +52,7 @@ def render(report: dict[str, Any]) -> str:
              f"requests {report['requests']}  rejected {report['rejected']}  "
              f"preemptions {report['preempted']}  simulated {report['simulated_seconds']:.1f} s"
              f"  wall {report['wall_seconds']:.2f} s "
-             f"({report['requests_per_wall_second']:.0f} requests/s)",
+             f"({report['requests_per_wall_second']:,.0f} requests/s)",
              f"token hit rate {_pct(report['token_hit_rate'])}  "
              f"(unbounded cache: {_pct(report['ideal_hit_rate'])}, "
              f"gap {_pct(report['gap_to_unbounded'])})  "
@@ -74,7 +71,7 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"token hit rate by tier: device {_pct(tiers['device']).strip()}  "
                      f"host {_pct(tiers['host']).strip()}  "
                      f"({report['config']['write_policy']}, host "
-                     f"{report['config']['host_capacity']:,} tokens)")
+                     f"{tokens(report['config']['host_capacity'])} tokens)")
     turns = report.get("hit_rate_by_turn") or {}
     if turns:
         lines.append("hit rate by turn: " + "  ".join(
@@ -83,11 +80,12 @@ def render(report: dict[str, Any]) -> str:
     load = report.get("load")
     if load is not None:
         lines += _load_lines(load)
-    lines.append("latency (ms)        p50      p90      p99")
+    lines.append(f"{'latency':<14}" + "".join(f"{f'p{p}':>12}" for p in (50, 90, 99)))
     split = [] if load is None else [("    queueing", load["ttft_queue_s"]),
                                      ("    service", load["ttft_service_s"])]
     for name, values in (("  TTFT", ttft), *split, ("  end-to-end", latency)):
-        lines.append(f"{name:<14}" + "".join(_ms(values[f"p{p}"]) + " " for p in (50, 90, 99)))
+        lines.append(f"{name:<14}" + "".join(f"{seconds(values[f'p{p}']):>12}"
+                                             for p in (50, 90, 99)))
     total = report["prompt_tokens"] or 1
     lines.append("prompt tokens by outcome:")
     for name in REASONS:
@@ -101,21 +99,35 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_table(reports: list[dict[str, Any]]) -> str:
-    """One line per run: the comparison table of a sweep or a replay."""
+def table(reports: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The comparison table of a sweep or a replay, one row per run, cells as text: its
+    header and rows (the terminal and report.html show the same)."""
     host = any(r["hit_rate_by_tier"]["host"] is not None for r in reports)
-    head = (f"{'run':<34} {'hit rate':>8} {'unbounded':>9} {'bound':>6} {'TTFT p50':>9}"
-            f" {'TTFT p99':>9} {'load':>6}"
-            f" {'preempt':>7}" + (f" {'of it host':>10}" if host else ""))
-    rows = [head, "-" * len(head)]
+    head = ["run", "hit rate", "unbounded", "bound", "TTFT p50", "TTFT p99", "load",
+            "preempt", "rejected"] + (["of it host"] if host else [])
+    rows = []
     for report in reports:
         ttft = report["ttft_s"]
-        tier = f" {_pct(report['hit_rate_by_tier']['host']):>10}" if host else ""
-        rows.append(f"{report['label']:<34} {_pct(report['token_hit_rate']):>8} "
-                    f"{_pct(report['ideal_hit_rate']):>9} {_pct(_bound(report)):>6} "
-                    f"{_ms(ttft['p50']):>9} "
-                    f"{_ms(ttft['p99']):>9} {_load(report):>6} {report['preempted']:>7}{tier}")
-    return "\n".join(rows)
+        rows.append([report["label"], _pct(report["token_hit_rate"]).strip(),
+                     _pct(report["ideal_hit_rate"]).strip(), _pct(_bound(report)).strip(),
+                     seconds(ttft["p50"]), seconds(ttft["p99"]), _load(report),
+                     f"{report['preempted']:,}", f"{report['rejected']:,}"]
+                    + ([_pct(report["hit_rate_by_tier"]["host"]).strip()] if host else []))
+    return head, rows
+
+
+def render_table(reports: list[dict[str, Any]]) -> str:
+    """One line per run: the comparison table of a sweep or a replay."""
+    head, rows = table(reports)
+    widths = [max(len(cell) for cell in column) for column in zip(head, *rows)]
+    widths[0] = max(widths[0], 34)
+
+    def line(cells: list[str]) -> str:
+        return "  ".join([cells[0].ljust(widths[0])]
+                        + [cell.rjust(width) for cell, width in zip(cells[1:], widths[1:])])
+
+    header = line(head)
+    return "\n".join([header, "-" * len(header), *(line(row) for row in rows)])
 
 
 def _bound(report: dict[str, Any]) -> float | None:
