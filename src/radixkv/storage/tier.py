@@ -65,7 +65,7 @@ class StorageTierController:
         goes to L3, paths first."""
         self.counters = dict.fromkeys(COUNTERS, 0)
         if config.write:
-            if host.threshold is None:
+            if host.write_back:
                 self.write_back = WriteBack(tree, self.writes)
                 tree.host_dropping = self.write_back.dropping
             else:

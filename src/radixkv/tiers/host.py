@@ -21,7 +21,7 @@ from ..core.tiers import DEVICE, HOST
 from ..core.tree import TreeCore
 from ..core.types import InFlight, Lock
 from ..memory import SlotPool, SlotPoolConfig
-from .config import HostTier
+from .config import HostTier, WritePolicy
 from .copy_engine import Completion, Copy, CopyEngine
 from .counters import TierCounters
 from .engine_calls import CopyRefused, EngineCalls, plan_batch
@@ -56,7 +56,14 @@ class HostTierController:
             capacity=config.capacity_of(name, per_token), page_size=page, name=f"host {name}"))
             for name, page, per_token in shapes]
         self.records: dict[int, CopyRecord] = {}
-        self.threshold = config.threshold
+        policy = config.policy
+        self.write_back = policy is WritePolicy.WRITE_BACK
+        """Whether a node is backed up only when device eviction would drop a value the
+        host lacks (stepwise eviction), rather than at a count of uses."""
+        self.threshold = policy.backup_uses
+        """The uses at which a node is backed up; ``None`` under write-back."""
+        # by the policy's name, once: under write-back a match or insert counts nothing
+        self.note_uses = self._uses_ignored if self.write_back else self._count_uses
         self.due: dict[int, Node] = {}
         """Nodes whose uses reached the threshold, to back up at the next flush."""
         self.counters = TierCounters(len(shapes))
@@ -71,13 +78,18 @@ class HostTierController:
 
     # ------------------------------------------------------------------ backups
 
-    def note_uses(self, nodes: Iterable[Node]) -> None:
-        """Nodes were hit by a match or stored by an insert (its first use: ``1 + hits``
-        counts it already): those whose uses reached the threshold become due for a
-        backup. O(nodes)."""
+    note_uses: Callable[[Iterable[Node]], None]
+    """``note_uses(nodes)``: nodes were hit by a match or stored by an insert (its first
+    use: ``1 + hits`` counts it already); those whose uses reached the threshold become
+    due for a backup (none under write-back). O(nodes)."""
+
+    def _uses_ignored(self, nodes: Iterable[Node]) -> None:
+        """:attr:`note_uses` under write-back."""
+
+    def _count_uses(self, nodes: Iterable[Node]) -> None:
+        """:attr:`note_uses` under a write-through policy."""
         threshold = self.threshold
-        if threshold is None:
-            return
+        assert threshold is not None  # only write-back has none
         count = len(self.pools)
         for node in nodes:
             if node.hits + 1 >= threshold and node.values[count] is None:
@@ -288,7 +300,7 @@ class HostTierController:
         a value the host lacks, the controller backs the node up and waits for the copy,
         then eviction goes on and demotes it); plain otherwise. Returns units evicted."""
         evicted = [0] * len(budgets)
-        pause = self._pause if self.threshold is None else None
+        pause = self._pause if self.write_back else None
         try:
             while True:
                 remaining = [max(0, b - e) for b, e in zip(budgets, evicted)]
