@@ -39,6 +39,7 @@ from .lease import Lease, LeaseState
 from .lost_hits import count_lost
 from .pools import ComponentPools
 from .results import PRIMARY, CacheStats, MatchResult
+from .room import DeviceRoom, Reclaimer, TreeReclaimer
 
 _VALUES = attrgetter("values")
 """A node's values list (a match result takes each path node's)."""
@@ -74,7 +75,7 @@ class CacheBase:
         if allocators is not None and not isinstance(allocators, Mapping):
             raise ConfigTypeError(f"allocators must map component names to allocators, got "
                                   f"{type(allocators).__name__}")
-        self.pools = ComponentPools(config, self.tree, allocators)
+        self.pools = ComponentPools(config, allocators)
         self.pool = self.pools[PRIMARY]
         self.names = config.names
         self.sides = [component.request_side() for component in self.tree.components]
@@ -113,9 +114,13 @@ class CacheBase:
             engine = NumpyCopyEngine() if copy_engine is None else copy_engine
             self.host = HostTierController(config.host, config.host_shapes(), self.tree,
                                            self.pools, engine)
-            self.pools.evictor = self.host.evict_device
-            self.pools.settle = self.host.settle_backups
             self.host.listener = self._on_copy
+        self.reclaimer: Reclaimer = TreeReclaimer(self.tree, self.pools) \
+            if self.host is None else self.host
+        """What evicts from device when the pools are short: the tree, or the host tier
+        (which backs values up first under write-back)."""
+        self.room = DeviceRoom(self.tree, self.pools, self.reclaimer)
+        """Checks that requests fit the device pools and makes room by eviction."""
         self._match_extras = self.explain or self.host is not None
         """Whether a match has more to do than find the prefix and count it."""
         self.storage: StorageTierController | None = None
@@ -326,7 +331,7 @@ class CacheBase:
                 raise InvalidArgumentError(
                     f"{name}={budget}: this cache has no {name} component (it has "
                     f"{', '.join(self.names)})")
-        evicted = self.pools.evictor([budgets.get(name, 0) for name in self.names])
+        evicted = self.reclaimer.evict_device([budgets.get(name, 0) for name in self.names])
         return dict(zip(self.names, evicted))
 
     # ------------------------------------------------------------------ inspection

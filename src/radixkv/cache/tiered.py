@@ -73,13 +73,16 @@ class LoadBack(CacheBase):
             return found, None  # a prefix still loading is not loaded twice: admit without
         return merged, host.load_sizes(merged.node, merged.length)
 
-    def _lock_and_load(self, found: TreeMatch, device_length: int) -> Lock | None:
-        """Lock the merged prefix of ``found`` and submit its load-back (its device room
-        was ensured). ``None``, the lock released and nothing else changed, when the copy
-        engine refused the batch (a counted fault): the host part is then a miss."""
+    def _lock_and_load(self, found: TreeMatch, device_length: int,
+                       sizes: list[int]) -> Lock | None:
+        """Lock the merged prefix of ``found``, evict for the ``sizes`` device slots its
+        load-back needs (room was ensured), and submit it. ``None``, the lock released and
+        nothing else changed but that eviction, when the copy engine refused the batch (a
+        counted fault): the host part is then a miss."""
         host = self.host
         assert host is not None
         lock = self.tree.lock_match(found)
+        self.room.make_room(sizes)
         try:
             loaded = host.load(lock.node)
         except CopyRefused:

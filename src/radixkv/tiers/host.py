@@ -11,7 +11,7 @@ engine's own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -26,8 +26,16 @@ from .copy_engine import Completion, Copy, CopyEngine
 from .counters import TierCounters
 from .engine_calls import CopyRefused, EngineCalls, plan_batch
 
-if TYPE_CHECKING:
-    from ..cache.pools import ComponentPools
+
+class DeviceSlots(Protocol):
+    """The device pools as the host tier uses them (a cache's ``ComponentPools``)."""
+
+    def allocate(self, needs: Sequence[int]) -> list[np.ndarray]:
+        """``needs[c]`` slots per component from what is free (the caller made room);
+        never evicts."""
+
+    def free_all(self, slots: Sequence[np.ndarray]) -> None:
+        """Give each component's slots back."""
 
 
 class CopyRecord(InFlight):
@@ -49,7 +57,7 @@ class HostTierController:
     """The host tier of one cache (built by the cache from ``CacheConfig.host``)."""
 
     def __init__(self, config: HostTier, shapes: Sequence[tuple[str, int, bool]],
-                 tree: TreeCore, device: ComponentPools, engine: CopyEngine) -> None:
+                 tree: TreeCore, device: DeviceSlots, engine: CopyEngine) -> None:
         """``shapes``: per component (name, page size of its pool, per_token)."""
         self.config, self.tree, self.device, self.engine = config, tree, device, engine
         self.pools = [SlotPool(SlotPoolConfig(
@@ -174,7 +182,8 @@ class HostTierController:
 
     def load(self, node: Node) -> CopyRecord | None:
         """Revive on device what the prefix ending at ``node``'s end needs from the host
-        (``node`` is locked; device room was ensured); ``None`` when nothing is needed.
+        (``node`` is locked; the device slots :meth:`load_sizes` named are free: the caller
+        evicted for them); ``None`` when nothing is needed.
         Raises :class:`CopyRefused` (nothing changed) when the engine refused the batch."""
         planned = self.tree.load_plan(node, node.start + node.length)
         if not planned:
