@@ -28,7 +28,7 @@ from ..storage.backend import StorageBackend
 from ..storage.build import storage_tier
 from ..storage.tier import StorageTierController
 from ..tiers.copy_engine import CopyEngine
-from ..tiers.host import HostTierController
+from ..tiers.host import CopyRecord, HostTierController
 from ..tiers.numpy_engine import NumpyCopyEngine
 from . import inspection
 from .allocation import Allocation, AllocationState
@@ -113,8 +113,7 @@ class CacheBase:
         if config.host is not None:
             engine = NumpyCopyEngine() if copy_engine is None else copy_engine
             self.host = HostTierController(config.host, config.host_shapes(), self.tree,
-                                           self.pools, engine)
-            self.host.listener = self._on_copy
+                                           self.pools, engine, listener=self)
         self.reclaimer: Reclaimer = TreeReclaimer(self.tree, self.pools) \
             if self.host is None else self.host
         """What evicts from device when the pools are short: the tree, or the host tier
@@ -218,8 +217,8 @@ class CacheBase:
             return 0
         return self.tree.host_match(key, space).length - found.length
 
-    def _on_copy(self, record: Any, ok: bool) -> None:
-        """See :meth:`LoadBack._on_copy`."""
+    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
+        """See :meth:`LoadBack.copy_reported`."""
 
     def _after_insert(self, node: Node | None) -> None:
         """Let the host tier's write policy see the nodes an insert stored or ran through

@@ -17,8 +17,9 @@ from .lease import Lease, LeaseState
 class LoadBack(CacheBase):
     """The load-back half of admit, and the readiness check of running leases."""
 
-    def _on_copy(self, record: CopyRecord, ok: bool) -> None:
-        """A batch is about to be applied: a lease waiting for it is ready once it waits for
+    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
+        """The host tier's :class:`~radixkv.tiers.host.CopyListener`, called by it alone: a
+        batch is about to be applied; a lease waiting for it is ready once it waits for
         nothing more, and fails (its slots freed, its lock released) if the copy failed."""
         for lease in self._waiting.pop(record.ticket, ()):
             if lease.state is not LeaseState.ACTIVE:

@@ -53,13 +53,25 @@ class CopyRecord(InFlight):
         other batch's, so it counts as failed."""
 
 
+class CopyListener(Protocol):
+    """Who hears of each batch the copy engine reported (the cache: leases wait for their
+    load-backs)."""
+
+    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
+        """The engine reported ``record`` (``ok``: every copy landed); called before the
+        host tier applies it, whichever call (a poll, a wait inside eviction) applies it."""
+
+
 class HostTierController:
     """The host tier of one cache (built by the cache from ``CacheConfig.host``)."""
 
     def __init__(self, config: HostTier, shapes: Sequence[tuple[str, int, bool]],
-                 tree: TreeCore, device: DeviceSlots, engine: CopyEngine) -> None:
+                 tree: TreeCore, device: DeviceSlots, engine: CopyEngine, *,
+                 listener: CopyListener) -> None:
         """``shapes``: per component (name, page size of its pool, per_token)."""
         self.config, self.tree, self.device, self.engine = config, tree, device, engine
+        self.listener = listener
+        """Told of each batch before it is applied (:class:`CopyListener`)."""
         self.pools = [SlotPool(SlotPoolConfig(
             capacity=config.capacity_of(name, per_token), page_size=page, name=f"host {name}"))
             for name, page, per_token in shapes]
@@ -80,9 +92,6 @@ class HostTierController:
         self.backed_up: Callable[[Planned], None] | None = None
         """Told of each acknowledged backup's nodes and components (the storage tier
         writes them to L3 under a write-through policy)."""
-        self.listener: Callable[[CopyRecord, bool], None] | None = None
-        """Told of each batch before it is applied (the cache fails or readies the leases
-        waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
 
     # ------------------------------------------------------------------ backups
 
@@ -251,8 +260,7 @@ class HostTierController:
             if record is None:
                 continue
             ok = completion.ok is True and not record.doubtful
-            if self.listener is not None:
-                self.listener(record, ok)
+            self.listener.copy_reported(record, ok)
             if not ok:
                 self._take_back(record)
             elif record.tier == HOST:
