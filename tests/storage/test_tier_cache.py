@@ -78,7 +78,7 @@ def test_write_back_writes_only_when_host_eviction_drops_the_pages(tmp_path: Pat
     assert first.cache.stats().storage.queued_pages == 0  # type: ignore[union-attr]
     host = first.cache.host
     assert host is not None
-    host.free_host(first.cache.tree.evict_host([10**6]).freed)
+    host.evict_host([10**6])
     first.audited()
     assert first.cache.stats().storage.queued_pages == 16  # type: ignore[union-attr]
     closed(first)

@@ -62,16 +62,27 @@ class CopyListener(Protocol):
         host tier applies it, whichever call (a poll, a wait inside eviction) applies it."""
 
 
+class HostSink(Protocol):
+    """Where host values go further down (the storage tier's writes, L3)."""
+
+    def backed_up(self, planned: Planned) -> None:
+        """A backup of ``planned`` (nodes, top-down, with the components copied) was
+        acknowledged: their host values are in place."""
+
+
 class HostTierController:
     """The host tier of one cache (built by the cache from ``CacheConfig.host``)."""
 
     def __init__(self, config: HostTier, shapes: Sequence[tuple[str, int, bool]],
                  tree: TreeCore, device: DeviceSlots, engine: CopyEngine, *,
-                 listener: CopyListener) -> None:
+                 listener: CopyListener, sink: HostSink | None = None) -> None:
         """``shapes``: per component (name, page size of its pool, per_token)."""
         self.config, self.tree, self.device, self.engine = config, tree, device, engine
         self.listener = listener
         """Told of each batch before it is applied (:class:`CopyListener`)."""
+        self.sink = sink
+        """Told of each acknowledged backup (:class:`HostSink`); ``None``: nothing below
+        the host tier."""
         self.pools = [SlotPool(SlotPoolConfig(
             capacity=config.capacity_of(name, per_token), page_size=page, name=f"host {name}"))
             for name, page, per_token in shapes]
@@ -89,9 +100,6 @@ class HostTierController:
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
         self.calls = EngineCalls(engine, self.counters, self.records, config.clock)
-        self.backed_up: Callable[[Planned], None] | None = None
-        """Told of each acknowledged backup's nodes and components (the storage tier
-        writes them to L3 under a write-through policy)."""
 
     # ------------------------------------------------------------------ backups
 
@@ -157,7 +165,7 @@ class HostTierController:
         """Evict host values until ``sizes`` fit (if they can); whether they fit."""
         short = self._short(sizes)
         if any(short):
-            self.free_host(self.tree.evict_host(short).freed)
+            self.evict_host(short)
         return all(size <= pool.available for pool, size in zip(self.pools, sizes))
 
     def reserve(self, sizes: Sequence[int]) -> list[np.ndarray] | None:
@@ -168,6 +176,14 @@ class HostTierController:
             return None
         parts = [pool.alloc(size) for pool, size in zip(self.pools, sizes)]
         return [np.zeros(0, np.int64) if part is None else part for part in parts]
+
+    def evict_host(self, budgets: Sequence[int]) -> list[int]:
+        """Evict host values, per component at least ``budgets[c]`` units (see
+        :meth:`TreeCore.evict_host`), and free their host slots; the units evicted per
+        component."""
+        result = self.tree.evict_host(budgets)
+        self.free_host(result.freed)
+        return result.evicted
 
     def free_host(self, freed: Sequence[np.ndarray]) -> None:
         for pool, part in zip(self.pools, freed):
@@ -266,8 +282,8 @@ class HostTierController:
             elif record.tier == HOST:
                 planned = list(record.nodes.values())
                 self.tree.announce_host(planned)
-                if self.backed_up is not None:
-                    self.backed_up(planned)
+                if self.sink is not None:
+                    self.sink.backed_up(planned)
             self.tree.untrack(record)
             for lock in record.locks:
                 self.tree.unlock(lock)
