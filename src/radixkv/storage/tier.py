@@ -71,8 +71,6 @@ class StorageTierController:
         self.draining: list[tuple[Prefetch, list[np.ndarray]]] = []
         """Taken prefetches whose reads still run, with the slots to free when they end."""
         self.counters = dict.fromkeys(COUNTERS, 0)
-        if self.write_back is not None:
-            tree.host_dropping = self.write_back.dropping
 
     # ------------------------------------------------------------------ reads
 
@@ -306,5 +304,4 @@ class StorageTierController:
             self.write_back.flush()
         self.settle()
         self.writes.close()
-        self.tree.host_dropping = None
         self.worker.close()

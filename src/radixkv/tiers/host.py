@@ -69,6 +69,10 @@ class HostSink(Protocol):
         """A backup of ``planned`` (nodes, top-down, with the components copied) was
         acknowledged: their host values are in place."""
 
+    def dropping(self, node: Node, index: int, slots: np.ndarray) -> None:
+        """Host eviction is about to drop component ``index``'s host value ``slots`` of
+        ``node`` (still linked; the slots are freed right after)."""
+
 
 class HostTierController:
     """The host tier of one cache (built by the cache from ``CacheConfig.host``)."""
@@ -81,8 +85,8 @@ class HostTierController:
         self.listener = listener
         """Told of each batch before it is applied (:class:`CopyListener`)."""
         self.sink = sink
-        """Told of each acknowledged backup (:class:`HostSink`); ``None``: nothing below
-        the host tier."""
+        """Told of each acknowledged backup and each host value host eviction drops
+        (:class:`HostSink`); ``None``: nothing below the host tier."""
         self.pools = [SlotPool(SlotPoolConfig(
             capacity=config.capacity_of(name, per_token), page_size=page, name=f"host {name}"))
             for name, page, per_token in shapes]
@@ -179,9 +183,10 @@ class HostTierController:
 
     def evict_host(self, budgets: Sequence[int]) -> list[int]:
         """Evict host values, per component at least ``budgets[c]`` units (see
-        :meth:`TreeCore.evict_host`), and free their host slots; the units evicted per
-        component."""
-        result = self.tree.evict_host(budgets)
+        :meth:`TreeCore.evict_host`), each told to the sink before it goes, and free their
+        host slots; the units evicted per component."""
+        sink = self.sink
+        result = self.tree.evict_host(budgets, None if sink is None else sink.dropping)
         self.free_host(result.freed)
         return result.evicted
 
