@@ -95,7 +95,7 @@ class StorageTierController:
         lock = None
         if served.node is not None:
             lock = self.tree.lock_match(served)
-            if not self.tree._host_closed(lock.node):
+            if not self.tree.host_closed(lock.node):
                 self.host.backup([lock.node])
         record = Prefetch(key[: end * unit], namespace, start, keys, lock, tag)
         record.query = self.worker.call(query_job(keys, start // page))  # type: ignore[arg-type]
