@@ -11,8 +11,9 @@ from ..storage.backend import StorageBackend
 from ..storage.build import check_storage, storage_parts, storage_tier
 from ..storage.tier import StorageTierController
 from ..tiers.copy_engine import CopyEngine
-from ..tiers.host import CopyListener, HostTierController
+from ..tiers.host import HostTierController
 from ..tiers.numpy_engine import NumpyCopyEngine
+from ..tiers.parts import CopyListener
 from .config import CacheConfig
 from .pools import ComponentPools
 from .room import Reclaimer, TreeReclaimer

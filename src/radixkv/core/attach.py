@@ -90,8 +90,8 @@ class Attacher(Inserter, Locker, Evictor, Tiering):
 
     def host_closed(self, node: Node) -> bool:
         """Whether a host-only node may hang below ``node`` (a root, or a node holding the
-        primary on the host with no backup in flight on it or above); pure, O(depth) (the storage
-        tier asks before it restores below a prefix)."""
+        primary on the host with no backup in flight on it or above); the storage tier asks
+        before it restores below a prefix. Pure, O(depth)."""
         if node.parent is None:
             return True
         count = len(self.components)

@@ -48,10 +48,13 @@ def storage_parts(config: CacheConfig, tree: TreeCore, engine: CopyEngine,
     assert config.host is not None and backend is not None  # CacheConfig checked the host
     buffers = host_buffers(tier, config.host, config.host_shapes(), engine)
     worker = StorageWorker(backend)
-    layouts = [tier.layout_of(c.name) for c in tree.components]
-    writes = StorageWrites(worker, tree.components,
-                           [layout for layout in layouts if layout is not None], buffers,
-                           tree.log.hasher, tree.page_bytes, tree.config.bigram,
+    layouts = []
+    for component in tree.components:
+        layout = tier.layout_of(component.name)
+        assert layout is not None  # CacheConfig checked the layouts against the components
+        layouts.append(layout)
+    writes = StorageWrites(worker, tree.components, layouts, buffers, tree.log.hasher,
+                           tree.page_bytes, tree.config.bigram,
                            tree.log.limit if tree.log.enabled else None)
     by_drops = tier.write and config.host.policy is WritePolicy.WRITE_BACK
     write_back = WriteBack(tree, writes) if by_drops else None

@@ -22,7 +22,8 @@ from ..core.keys import Namespace
 from ..core.tiers import PRIMARY
 from ..core.tree import TreeCore
 from ..errors import InvariantError
-from ..tiers.host import HostSink, HostTierController
+from ..tiers.host import HostTierController
+from ..tiers.parts import HostSink
 from .config import StorageTier
 from .reads import Prefetch, Read, query_job
 from .restore import best_cut, needed_pages

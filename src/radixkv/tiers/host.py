@@ -11,7 +11,6 @@ engine's own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
 
 import numpy as np
 
@@ -25,17 +24,7 @@ from .config import HostTier, WritePolicy
 from .copy_engine import Completion, Copy, CopyEngine
 from .counters import TierCounters
 from .engine_calls import CopyRefused, EngineCalls, plan_batch
-
-
-class DeviceSlots(Protocol):
-    """The device pools as the host tier uses them (a cache's ``ComponentPools``)."""
-
-    def allocate(self, needs: Sequence[int]) -> list[np.ndarray]:
-        """``needs[c]`` slots per component from what is free (the caller made room);
-        never evicts."""
-
-    def free_all(self, slots: Sequence[np.ndarray]) -> None:
-        """Give each component's slots back."""
+from .parts import CopyListener, DeviceSlots, HostSink
 
 
 class CopyRecord(InFlight):
@@ -51,27 +40,6 @@ class CopyRecord(InFlight):
         self.doubtful = False
         """The engine gave this ticket to another batch too: a report of it may be the
         other batch's, so it counts as failed."""
-
-
-class CopyListener(Protocol):
-    """Who hears of each batch the copy engine reported (the cache: leases wait for their
-    load-backs)."""
-
-    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
-        """The engine reported ``record`` (``ok``: every copy landed); called before the
-        host tier applies it, whichever call (a poll, a wait inside eviction) applies it."""
-
-
-class HostSink(Protocol):
-    """Where host values go further down (the storage tier's writes, L3)."""
-
-    def backed_up(self, planned: Planned) -> None:
-        """A backup of ``planned`` (nodes, top-down, with the components copied) was
-        acknowledged: their host values are in place."""
-
-    def dropping(self, node: Node, index: int, slots: np.ndarray) -> None:
-        """Host eviction is about to drop component ``index``'s host value ``slots`` of
-        ``node`` (still linked; the slots are freed right after)."""
 
 
 class HostTierController:
