@@ -41,7 +41,7 @@ def full_cache() -> PrefixCache:
 def test_the_pools_never_evict_they_refuse_when_short() -> None:
     cache = full_cache()
     with pytest.raises(InvariantError, match="could not allocate 4"):
-        cache.pools.allocate([4])
+        cache.pools.allocate_pages([4])
     assert cache.sizes() == (16, 0)  # nothing was evicted
     cache.check_invariants()
 

@@ -31,16 +31,12 @@ class ComponentPools:
     def __getitem__(self, index: int) -> SlotPool | EnginePool:
         return self.pools[index]
 
-    def allocate(self, needs: Sequence[int]) -> list[np.ndarray]:
-        """Allocate ``needs[c]`` slots (whole pages) in each pool from what is free now: the
-        caller made room. A pool asked for nothing gives a shared, read-only empty array.
-        Raises :class:`InvariantError` when a pool is short (a caller's bug; what was
-        allocated before it stays allocated)."""
-        return [pool.slots_of(part) if len(part) else part
-                for pool, part in zip(self.pools, self.allocate_pages(needs))]
-
     def allocate_pages(self, needs: Sequence[int]) -> list[np.ndarray]:
-        """:meth:`allocate`, returning page ids per pool instead of slots."""
+        """Allocate ``needs[c]`` slots (whole pages) in each pool from what is free now (the
+        caller made room: :class:`~radixkv.cache.room.DeviceRoom`); page ids per pool, a
+        shared read-only empty array where nothing was asked. Raises
+        :class:`InvariantError` when a pool is short (a caller's bug; what was allocated
+        before it stays allocated)."""
         allocated = []
         for pool, need in zip(self.pools, needs):
             if not need:  # bench admit_finish (short, p16): a fully cached prompt, no call

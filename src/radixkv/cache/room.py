@@ -117,7 +117,6 @@ class DeviceRoom:
             return self._nothing.copy()
         if not self.has_room(needs):
             self.make_room(needs)
-        # bench admit: the slots made here, not by pools.allocate (one call less)
         return [pool.slots_of(part) if len(part) else part
                 for pool, part in zip(self.pools, self.device.allocate_pages(needs))]
 

@@ -76,16 +76,15 @@ class LoadBack(CacheBase):
 
     def _lock_and_load(self, found: TreeMatch, device_length: int,
                        sizes: list[int]) -> Lock | None:
-        """Lock the merged prefix of ``found``, evict for the ``sizes`` device slots its
-        load-back needs (room was ensured), and submit it. ``None``, the lock released and
-        nothing else changed but that eviction, when the copy engine refused the batch (a
-        counted fault): the host part is then a miss."""
+        """Lock the merged prefix of ``found``, allocate the ``sizes`` device slots its
+        load-back needs (evicting: room was ensured), and submit it. ``None``, the lock
+        released and nothing else changed but that eviction, when the copy engine refused
+        the batch (a counted fault): the host part is then a miss."""
         host = self.host
         assert host is not None
         lock = self.tree.lock_match(found)
-        self.room.make_room(sizes)
         try:
-            loaded = host.load(lock.node)
+            loaded = host.load(lock.node, self.room.allocate(sizes))
         except CopyRefused:
             self.tree.unlock(lock)
             return None

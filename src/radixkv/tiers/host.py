@@ -178,16 +178,17 @@ class HostTierController:
                     sizes[index] += component.value_size(current)
         return sizes
 
-    def load(self, node: Node) -> CopyRecord | None:
+    def load(self, node: Node, parts: Sequence[np.ndarray]) -> CopyRecord | None:
         """Revive on device what the prefix ending at ``node``'s end needs from the host
-        (``node`` is locked; the device slots :meth:`load_sizes` named are free: the caller
-        evicted for them); ``None`` when nothing is needed.
-        Raises :class:`CopyRefused` (nothing changed) when the engine refused the batch."""
+        into ``parts``, per component the device slots :meth:`load_sizes` named (``node`` is
+        locked; the caller allocated them, and they are the load's now); ``None`` when
+        nothing is needed (``parts`` freed). Raises :class:`CopyRefused` (``parts`` freed,
+        nothing else changed) when the engine refused the batch."""
         planned = self.tree.load_plan(node, node.start + node.length)
         if not planned:
+            self.device.free_all(parts)
             return None
         sizes = self._sizes(planned)
-        parts = self.device.allocate(sizes)
         slots = [part if size else None for part, size in zip(parts, sizes)]
         record = self._submit(planned, sizes, slots, DEVICE)
         if record is None:

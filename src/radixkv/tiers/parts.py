@@ -16,11 +16,8 @@ if TYPE_CHECKING:
 
 
 class DeviceSlots(Protocol):
-    """The device pools as the host tier uses them (a cache's ``ComponentPools``)."""
-
-    def allocate(self, needs: Sequence[int]) -> list[np.ndarray]:
-        """``needs[c]`` slots per component from what is free (the caller made room);
-        never evicts."""
+    """The device pools as the host tier uses them (a cache's ``ComponentPools``): it
+    frees what a load-back no longer needs (a refused batch, a failed copy)."""
 
     def free_all(self, slots: Sequence[np.ndarray]) -> None:
         """Give each component's slots back."""
