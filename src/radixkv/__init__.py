@@ -34,7 +34,15 @@ from .components.request import RequestSide, StateSide, TokenSide
 from .core import AllBlocksCleared, BlockRemoved, BlockStored, Lock, NodeId
 from .core.node import Node
 from .storage import StorageLayout, StorageTier
-from .tiers import Copy, CopyEngine, Direction, HostTier, NumpyCopyConfig, NumpyCopyEngine
+from .tiers import (
+    Copy,
+    CopyEngine,
+    Direction,
+    HostTier,
+    NumpyCopyConfig,
+    NumpyCopyEngine,
+    WritePolicy,
+)
 
 __version__ = "0.1.0"
 
@@ -75,6 +83,7 @@ __all__ = [
     "TokenSide",
     "WindowInput",
     "WindowedComponent",
+    "WritePolicy",
     "__version__",
     "errors",
     "register_component",

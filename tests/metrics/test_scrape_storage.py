@@ -85,8 +85,7 @@ def test_a_scrape_after_writes_restores_and_faults_equals_stats(tmp_path: Path) 
         victim.write_bytes(victim.read_bytes()[:-3])  # page 4 torn: read as corrupt
         serve(second, [*range(900, 964)])  # nothing of it in L3: a miss
         second.cache.evict(full=10**6)
-        second.cache.host.free_host(  # type: ignore[union-attr]
-            second.cache.tree.evict_host([10**6]).freed)
+        second.cache.host.evict_host([10**6])  # type: ignore[union-attr]
         assert serve(second, [*PROMPT[:32], *range(900, 932)]) == 16  # pages 0-3
         assert second.cache.prefetch(list(range(2000, 2064))) is True
         second.cache.reset()  # cancels the prefetch in flight

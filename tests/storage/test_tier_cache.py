@@ -78,11 +78,29 @@ def test_write_back_writes_only_when_host_eviction_drops_the_pages(tmp_path: Pat
     assert first.cache.stats().storage.queued_pages == 0  # type: ignore[union-attr]
     host = first.cache.host
     assert host is not None
-    host.free_host(first.cache.tree.evict_host([10**6]).freed)
+    host.evict_host([10**6])
     first.audited()
     assert first.cache.stats().storage.queued_pages == 16  # type: ignore[union-attr]
     closed(first)
     assert store(tmp_path).exists_prefix(layouts(("full",))[0].token_keys(PROMPT)) == 16
+
+
+@pytest.mark.parametrize("policy", ["write_through", "write_back"])
+def test_after_close_the_host_tiers_sink_queues_nothing_more(tmp_path: Path,
+                                                             policy: str) -> None:
+    made = engine(store(tmp_path), write_policy=policy)
+    serve(made, PROMPT[:16])
+    storage, host = made.cache.storage, made.cache.host
+    assert storage is not None and host is not None and host.sink is not None
+    writes = storage.writes
+    closed(made)
+    queued = writes.queued_pages
+    serve(made, PROMPT)  # write-through: backups land and are told to the sink
+    made.cache.evict(full=10**6)  # write-back: device eviction backs up, then demotes
+    made.cache.poll()
+    assert host.evict_host([10**6])[0] > 0  # write-back: the drops are told to the sink
+    made.audited()
+    assert writes.queued_pages == queued and writes.outbox == [[]] and writes.puts == []
 
 
 def test_storage_events_announce_pages_once_stored(tmp_path: Path) -> None:

@@ -126,7 +126,7 @@ def test_write_back_puts_that_time_out_are_counted_and_never_read_wrong(
     assert host is not None
     own_redis.process.signal(signal.SIGSTOP)
     try:
-        host.free_host(first.cache.tree.evict_host([10**6]).freed)  # now it writes
+        host.evict_host([10**6])  # now it writes
         first.audited()
         settled(first)
         stats = tier(first)

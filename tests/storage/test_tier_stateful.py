@@ -187,7 +187,7 @@ class TwoEngines(RuleBasedStateMachine):
         cache = self.engines[side].cache
         assert cache.host is not None
         budgets = [amount if c.per_token else 1 for c in cache.tree.components]
-        cache.host.free_host(cache.tree.evict_host(budgets).freed)
+        cache.host.evict_host(budgets)
 
     @rule(side=which)
     def reset(self, side: int) -> None:

@@ -41,7 +41,7 @@ def demoted(tmp_path: Path, **settings: object) -> Engine:
 def evict_host(made: Engine, tokens: int) -> None:
     host = made.cache.host
     assert host is not None
-    host.free_host(made.cache.tree.evict_host([tokens]).freed)
+    host.evict_host([tokens])
     made.audited()
 
 
@@ -93,7 +93,7 @@ def test_a_path_with_a_host_backup_in_flight_keeps_the_leaf_out(tmp_path: Path) 
     (head,) = next(iter(tree.roots.values())).children.values()
     tree.copying[head.id] = [InFlight(-1, HOST)]  # as a backup of the head would
     try:  # (the audit would name the record no controller holds: audited after)
-        made.cache.host.free_host(tree.evict_host([16]).freed)  # type: ignore[union-attr]
+        made.cache.host.evict_host([16])  # type: ignore[union-attr]
     finally:
         del tree.copying[head.id]
     made.audited()

@@ -6,7 +6,7 @@ import pytest
 
 from radixkv import CacheConfig, PrefixCache
 from radixkv.errors import ConfigError
-from radixkv.tiers import WRITE_POLICIES, HostTier
+from radixkv.tiers import WRITE_POLICIES, HostTier, WritePolicy
 
 
 @pytest.mark.parametrize("capacity", [-1, 1.5, "8", True, None])
@@ -28,9 +28,27 @@ def test_an_unknown_write_policy_is_refused_with_the_valid_ones_named(policy: st
     assert all(name in str(raised.value) for name in WRITE_POLICIES)
 
 
-def test_each_write_policy_has_its_hit_threshold() -> None:
-    assert [HostTier(capacity=0, write_policy=name).threshold for name in
+def test_each_write_policy_has_its_backup_uses() -> None:
+    assert [HostTier(capacity=0, write_policy=name).policy.backup_uses for name in
             ("write_through", "write_through_selective", "write_back")] == [1, 2, None]
+
+
+@pytest.mark.parametrize("policy", list(WritePolicy))
+def test_a_write_policy_given_by_name_is_stored_as_the_enum(policy: WritePolicy) -> None:
+    by_name, by_enum = (HostTier(capacity=8, write_policy=given)
+                        for given in (policy.value, policy))
+    assert by_name.write_policy is by_enum.write_policy is by_name.policy is policy
+    assert by_name == by_enum and hash(by_name) == hash(by_enum)
+    assert str(policy) == f"{policy}" == policy.value and policy == policy.value
+
+
+def test_the_default_write_policy_is_write_through_and_stats_name_it_plainly() -> None:
+    cache = PrefixCache(CacheConfig(capacity=8, host=HostTier(capacity=8)))
+    assert cache.config.host is not None
+    assert cache.config.host.write_policy is WritePolicy.WRITE_THROUGH
+    stats = cache.stats().host
+    assert stats is not None and type(stats.write_policy) is str
+    assert stats.write_policy == "write_through"
 
 
 def test_per_component_capacities_are_normalized_to_sorted_pairs() -> None:

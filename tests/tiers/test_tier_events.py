@@ -163,7 +163,7 @@ def test_a_backup_of_another_component_does_not_announce_the_node_again() -> Non
     cache.drain()
     tree = cache.tree
     node = tree.node(cache.match(A).node)
-    cache.host.free_host(tree.evict_host([0, 2]).freed)  # the host loses SWA only
+    cache.host.evict_host([0, 2])  # the host loses SWA only
     assert tree.has(node, 0, 1) and not tree.has(node, 1, 1)
     cache.evict(swa=2)  # pauses on SWA, backs up SWA alone, then tombstones it
     assert cache.stats().host.backup_batches == 2

@@ -25,11 +25,9 @@ from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
 from ..memory import SlotAllocator
 from ..storage.backend import StorageBackend
-from ..storage.build import storage_tier
 from ..storage.tier import StorageTierController
 from ..tiers.copy_engine import CopyEngine
-from ..tiers.host import HostTierController
-from ..tiers.numpy_engine import NumpyCopyEngine
+from ..tiers.host import CopyRecord
 from . import inspection
 from .allocation import Allocation, AllocationState
 from .arguments import as_int
@@ -39,6 +37,8 @@ from .lease import Lease, LeaseState
 from .lost_hits import count_lost
 from .pools import ComponentPools
 from .results import PRIMARY, CacheStats, MatchResult
+from .room import DeviceRoom
+from .tier_parts import build_tiers
 
 _VALUES = attrgetter("values")
 """A node's values list (a match result takes each path node's)."""
@@ -74,7 +74,7 @@ class CacheBase:
         if allocators is not None and not isinstance(allocators, Mapping):
             raise ConfigTypeError(f"allocators must map component names to allocators, got "
                                   f"{type(allocators).__name__}")
-        self.pools = ComponentPools(config, self.tree, allocators)
+        self.pools = ComponentPools(config, allocators)
         self.pool = self.pools[PRIMARY]
         self.names = config.names
         self.sides = [component.request_side() for component in self.tree.components]
@@ -107,23 +107,19 @@ class CacheBase:
         """Per component, prompt tokens held structurally that it made unusable."""
         self.explain = config.lost_hits
         self.detached = [DetachedSlots(pool.num_pages, pool.page_size) for pool in self.pools.pools]
-        self.host: HostTierController | None = None
+        tiers = build_tiers(config, self.tree, self.pools, copy_engine, storage, self)
+        self.host = tiers.host
         """The host tier, when the configuration has one."""
-        if config.host is not None:
-            engine = NumpyCopyEngine() if copy_engine is None else copy_engine
-            self.host = HostTierController(config.host, config.host_shapes(), self.tree,
-                                           self.pools, engine)
-            self.pools.evictor = self.host.evict_device
-            self.pools.settle = self.host.settle_backups
-            self.host.listener = self._on_copy
+        self.storage: StorageTierController | None = tiers.storage
+        """The storage tier (L3), when the configuration has one."""
+        self.reclaimer = tiers.reclaimer
+        """What evicts from device when the pools are short (:class:`TierParts`)."""
+        self.room = DeviceRoom(self.tree, self.pools, self.reclaimer)
+        """Checks that requests fit the device pools and makes room by eviction."""
         self._match_extras = self.explain or self.host is not None
         """Whether a match has more to do than find the prefix and count it."""
-        self.storage: StorageTierController | None = None
-        """The storage tier (L3), when the configuration has one."""
         self.closing_events: list[KVEvent] = []
         """STORAGE events of the puts that landed while ``close()`` settled, until taken."""
-        if config.storage is not None or storage is not None:
-            self.storage = storage_tier(config, self.tree, self.host, storage)
 
     # ------------------------------------------------------------------ keys and match
 
@@ -213,8 +209,8 @@ class CacheBase:
             return 0
         return self.tree.host_match(key, space).length - found.length
 
-    def _on_copy(self, record: Any, ok: bool) -> None:
-        """See :meth:`LoadBack._on_copy`."""
+    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
+        """See :meth:`LoadBack.copy_reported`."""
 
     def _after_insert(self, node: Node | None) -> None:
         """Let the host tier's write policy see the nodes an insert stored or ran through
@@ -326,7 +322,7 @@ class CacheBase:
                 raise InvalidArgumentError(
                     f"{name}={budget}: this cache has no {name} component (it has "
                     f"{', '.join(self.names)})")
-        evicted = self.pools.evictor([budgets.get(name, 0) for name in self.names])
+        evicted = self.reclaimer.evict_device([budgets.get(name, 0) for name in self.names])
         return dict(zip(self.names, evicted))
 
     # ------------------------------------------------------------------ inspection

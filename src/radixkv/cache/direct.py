@@ -42,12 +42,12 @@ class Direct(CacheBase):
         needs = self._needs(self.pages_for(num_tokens), states=int(state))
         pools = self.pools
         # bench insert (short, p1): with room free ensure_room cannot refuse (0.59 us saved)
-        room = pools.has_room(needs)
-        if not room:
+        if not self.room.has_room(needs):
             if not evict:
                 return None
-            pools.ensure_room(needs)
-        pages = pools.allocate_pages(needs, room)
+            self.room.ensure_room(needs)
+            self.room.make_room(needs)
+        pages = pools.allocate_pages(needs)
         allocation_id = next(self._allocation_ids)
         slots = []
         for detached, pool, part in zip(self.detached, pools.pools, pages):

@@ -59,15 +59,15 @@ class Lifecycle(LoadBack):
         fresh_tokens = -(-(num_tokens - found.length) // page) * page
         needs = self._needs(fresh_tokens, states=1)
         room = needs if load is None else [a + b for a, b in zip(needs, load)]
-        self.pools.ensure_room(room, found.node, found.length)
+        self.room.ensure_room(room, found.node, found.length)
         lock = None
         if load is not None:  # before anything is counted: the engine may refuse the copy
-            lock = self._lock_and_load(found, device_length)
+            lock = self._lock_and_load(found, device_length, load)
             if lock is None:  # refused: the host part is a miss, admit what the device holds
                 found = self.tree.match(key, space, touch=False)
                 fresh_tokens = self.pages_for(num_tokens - found.length)
                 needs = self._needs(fresh_tokens, states=1)
-                self.pools.ensure_room(needs, found.node, found.length)
+                self.room.ensure_room(needs, found.node, found.length)
         self.tree.touch(found)
         # bench sim (896 tokens, p16): the uncapped key only where the lost-hit ledger reads it
         self._count_match(num_tokens, found, key, space,
@@ -83,7 +83,7 @@ class Lifecycle(LoadBack):
         # cost one opcode (a NOP) over no try at all; a local and a jump cost three
         try:
             for side, buffer, part in zip(self.sides, lease.buffers,
-                                          self.pools.allocate(needs)):
+                                          self.room.allocate(needs)):
                 side.lend(buffer, self.tree, found, lock, part, num_tokens)
         except EngineError:  # the engine's allocator answered out of contract: hold nothing
             if lock is not None:
@@ -129,8 +129,8 @@ class Lifecycle(LoadBack):
         fresh = max(0, self.pages_for(end) - lease.num_allocated)
         if fresh:
             needs = self._needs(fresh)
-            self.pools.ensure_room(needs)
-            parts = self.pools.allocate(needs)  # first: an engine's allocator may raise
+            self.room.ensure_room(needs)
+            parts = self.room.allocate(needs)  # first: an engine's allocator may raise
             used = lease.record(packed, fresh)
             for side, buffer, part in zip(self.sides, lease.buffers, parts):
                 side.append(buffer, used, part)
@@ -178,8 +178,8 @@ class Lifecycle(LoadBack):
             raise InvalidArgumentError(
                 f"checkpoint position {position} is not a page boundary or already saved")
         needs = self._needs(0, states=1)
-        self.pools.ensure_room(needs)
-        slot = int(self.pools.allocate(needs)[self._state][0])
+        self.room.ensure_room(needs)
+        slot = int(self.room.allocate(needs)[self._state][0])
         buffer.checkpoints[position] = slot
         return slot
 

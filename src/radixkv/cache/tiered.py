@@ -17,8 +17,9 @@ from .lease import Lease, LeaseState
 class LoadBack(CacheBase):
     """The load-back half of admit, and the readiness check of running leases."""
 
-    def _on_copy(self, record: CopyRecord, ok: bool) -> None:
-        """A batch is about to be applied: a lease waiting for it is ready once it waits for
+    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
+        """The host tier's :class:`~radixkv.tiers.host.CopyListener`, called by it alone: a
+        batch is about to be applied; a lease waiting for it is ready once it waits for
         nothing more, and fails (its slots freed, its lock released) if the copy failed."""
         for lease in self._waiting.pop(record.ticket, ()):
             if lease.state is not LeaseState.ACTIVE:
@@ -76,15 +77,17 @@ class LoadBack(CacheBase):
             return found, None  # a prefix still loading is not loaded twice: admit without
         return merged, host.load_sizes(merged.node, merged.length)
 
-    def _lock_and_load(self, found: TreeMatch, device_length: int) -> Lock | None:
-        """Lock the merged prefix of ``found`` and submit its load-back (its device room
-        was ensured). ``None``, the lock released and nothing else changed, when the copy
-        engine refused the batch (a counted fault): the host part is then a miss."""
+    def _lock_and_load(self, found: TreeMatch, device_length: int,
+                       sizes: list[int]) -> Lock | None:
+        """Lock the merged prefix of ``found``, allocate the ``sizes`` device slots its
+        load-back needs (evicting: room was ensured), and submit it. ``None``, the lock
+        released and nothing else changed but that eviction, when the copy engine refused
+        the batch (a counted fault): the host part is then a miss."""
         host = self.host
         assert host is not None
         lock = self.tree.lock_match(found)
         try:
-            loaded = host.load(lock.node)
+            loaded = host.load(lock.node, self.room.allocate(sizes))
         except CopyRefused:
             self.tree.unlock(lock)
             return None

@@ -68,7 +68,7 @@ class Attacher(Inserter, Locker, Evictor, Tiering):
         primary = runs[PRIMARY]
         assert primary is not None and primary[0] <= attach_at, "the primary run must reach"
         above = path[-1] if path else root
-        if attach_at >= end or not self._host_closed(above):
+        if attach_at >= end or not self.host_closed(above):
             if not root.children:
                 self._drop_root(root)
             return Attached([], [None if run is None else run[1] for run in runs])
@@ -88,9 +88,10 @@ class Attacher(Inserter, Locker, Evictor, Tiering):
         return Attached(nodes, _unused(runs, attach_at, placed,
                                        [c.per_token for c in self.components]))
 
-    def _host_closed(self, node: Node) -> bool:
+    def host_closed(self, node: Node) -> bool:
         """Whether a host-only node may hang below ``node`` (a root, or a node holding the
-        primary on the host with no backup in flight on it or above)."""
+        primary on the host with no backup in flight on it or above); the storage tier asks
+        before it restores below a prefix. Pure, O(depth)."""
         if node.parent is None:
             return True
         count = len(self.components)

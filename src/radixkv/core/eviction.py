@@ -17,6 +17,10 @@ Pause = Callable[[Node, int], bool]
 """``pause(node, component)``: whether eviction must stop before evicting that value so the
 controller can first copy it to the host (write-back)."""
 
+Dropping = Callable[[Node, int, np.ndarray], None]
+"""``dropping(node, component, slots)``: host eviction is about to drop that host value, the
+node still linked (the storage tier writes it to L3 first, under write-back)."""
+
 
 class Evictor(TreeState):
     """Component ``c`` evicts from its own candidate queue; evicting its value on a node also
@@ -137,17 +141,17 @@ class Evictor(TreeState):
 
     def _drop_host(
         self, node: Node, index: int, reason: str, freed: list[list[np.ndarray]],
-        evicted: list[int],
+        evicted: list[int], dropping: Dropping | None,
     ) -> None:
         """Evict component ``index``'s host value on ``node``, if it holds one (told to
-        :attr:`host_dropping` first)."""
+        ``dropping`` first)."""
         slot = value_slot(index, HOST, len(self.components))
         value = node.values[slot]
         if value is None:
             return
         component = self.components[index]
-        if self.host_dropping is not None:
-            self.host_dropping(node, index, value)
+        if dropping is not None:
+            dropping(node, index, value)
         if self.log.enabled and component.publishes_events:
             self.log.removed(node, "CPU")
         size = component.value_size(node)
@@ -190,13 +194,14 @@ class Evictor(TreeState):
 
     # ------------------------------------------------------------------ host tier
 
-    def evict_host(self, budgets: Sequence[int]) -> TreeEvict:
+    def evict_host(self, budgets: Sequence[int], dropping: Dropping | None = None) -> TreeEvict:
         """Evict host values, per component at least ``budgets[c]`` (ledger units), in the
         host order (the primary's: host-only nodes first, each in policy order), skipping
         locked nodes (a lock protects every tier, and an in-flight copy holds one). The
         cascade applies on the host tier; a host-only node that loses its primary host
-        value is removed. Returns the freed host slots per component. Cost: O(log n) per
-        node. Raises :class:`ConfigError` for the wrong number of budgets."""
+        value is removed. Each value is told to ``dropping`` before it goes. Returns the
+        freed host slots per component. Cost: O(log n) per node. Raises
+        :class:`ConfigError` for the wrong number of budgets."""
         self._check_budgets(budgets)
         freed: list[list[np.ndarray]] = [[] for _ in self.components]
         evicted = [0] * len(self.components)
@@ -209,20 +214,21 @@ class Evictor(TreeState):
                 if node.locks[index]:
                     skipped.append(node)
                     continue
-                self._evict_host_node(node, index, freed, evicted)
+                self._evict_host_node(node, index, freed, evicted, dropping)
             for node in skipped:
                 queue.add(node)
         return TreeEvict([self._join(parts) for parts in freed], evicted)
 
     def _evict_host_node(
-        self, node: Node, first: int, freed: list[list[np.ndarray]], evicted: list[int]
+        self, node: Node, first: int, freed: list[list[np.ndarray]], evicted: list[int],
+        dropping: Dropping | None,
     ) -> None:
-        self._drop_host(node, first, "budget", freed, evicted)
+        self._drop_host(node, first, "budget", freed, evicted, dropping)
         for index in self.cascade[first]:
-            self._drop_host(node, index, "cascade", freed, evicted)
+            self._drop_host(node, index, "cascade", freed, evicted, dropping)
         if node.values[PRIMARY] is None and node.values[len(self.components) + PRIMARY] is None:
             for index in range(len(self.components)):
-                self._drop_host(node, index, "removal", freed, evicted)
+                self._drop_host(node, index, "removal", freed, evicted, dropping)
             self._remove_up(node, freed, evicted)
             return
         self._refresh(node)

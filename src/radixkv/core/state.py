@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -158,9 +158,6 @@ class TreeState:
         self.evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
         self.host_evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
         """As :attr:`evicted`, for host values."""
-        self.host_dropping: Callable[[Node, int, np.ndarray], None] | None = None
-        """Told of each host value host eviction is about to drop (node, component, slots),
-        while the node is still linked: the storage tier writes it to L3 first."""
         self._init_state()
 
     def _init_state(self) -> None:

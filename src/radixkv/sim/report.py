@@ -93,7 +93,7 @@ def _config(result: SimResult, capacity: int | None) -> dict[str, Any]:
         "max_batch_tokens": engine.max_batch_tokens, "max_running": engine.max_running,
         "engines": result.config.engines, "router": result.config.router,
         "host_capacity": None if cache.host is None else cache.host.capacity,
-        "write_policy": None if cache.host is None else cache.host.write_policy,
+        "write_policy": None if cache.host is None else cache.host.policy.value,
         "host_bandwidth": engine.cost.host_bandwidth,
     }
 

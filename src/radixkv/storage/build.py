@@ -1,4 +1,9 @@
-"""Building a cache's storage tier: config, store and the copy engine's host buffers."""
+"""Building a cache's storage tier: config, store and the copy engine's host buffers.
+
+Its write half is built first, before the host tier, because the host tier is built with
+it as its sink (it hears of backups and drops); the tier itself, which reads into host
+slots, is built after the host tier, from those parts.
+"""
 
 from __future__ import annotations
 
@@ -8,38 +13,70 @@ import numpy as np
 
 from ..core.tree import TreeCore
 from ..errors import ConfigError, ConfigTypeError, CopyEngineError
+from ..tiers.config import HostTier, WritePolicy
+from ..tiers.copy_engine import CopyEngine
 from ..tiers.host import HostTierController
 from .backend import StorageBackend
 from .config import StorageTier
-from .tier import StorageTierController
+from .tier import StorageParts, StorageTierController
+from .worker import StorageWorker
+from .write_back import WriteBack
+from .write_through import WriteThrough
+from .writes import StorageWrites
 
 if TYPE_CHECKING:
     from ..cache.config import CacheConfig
 
 
-def storage_tier(config: CacheConfig, tree: TreeCore, host: HostTierController | None,
-                  backend: StorageBackend | None) -> StorageTierController:
-    """The L3 controller, once config, store and the engine's host buffers agree (nothing
-    is built, no thread started, when they do not)."""
+def check_storage(config: CacheConfig, backend: StorageBackend | None) -> StorageTier:
+    """The storage tier's config, once config and store are both given (nothing is built
+    otherwise). Raises :class:`ConfigError` / :class:`ConfigTypeError`."""
     if config.storage is None or backend is None:
         raise ConfigError("a storage tier needs both CacheConfig.storage and a storage "
                           "backend (PrefixCache(config, copy_engine, storage=backend))")
     if not isinstance(backend, StorageBackend):
         raise ConfigTypeError(f"storage must be a StorageBackend, got {type(backend).__name__}")
-    assert host is not None  # CacheConfig checked it
-    buffers = host_buffers(config.storage, config.names, host)
-    return StorageTierController(config.storage, tree, host, backend, buffers)
+    return config.storage
 
 
-def host_buffers(tier: StorageTier, names: tuple[str, ...] | list[str],
-                 host: HostTierController) -> list[np.ndarray]:
+def storage_parts(config: CacheConfig, tree: TreeCore, engine: CopyEngine,
+                  backend: StorageBackend | None) -> StorageParts:
+    """The write half of the storage tier, once config, store and the engine's host buffers
+    agree (nothing is built, no thread started, when they do not; the worker starts its
+    thread at its first job)."""
+    tier = check_storage(config, backend)
+    assert config.host is not None and backend is not None  # CacheConfig checked the host
+    buffers = host_buffers(tier, config.host, config.host_shapes(), engine)
+    worker = StorageWorker(backend)
+    layouts = []
+    for component in tree.components:
+        layout = tier.layout_of(component.name)
+        assert layout is not None  # CacheConfig checked the layouts against the components
+        layouts.append(layout)
+    writes = StorageWrites(worker, tree.components, layouts, buffers, tree.log.hasher,
+                           tree.page_bytes, tree.config.bigram,
+                           tree.log.limit if tree.log.enabled else None)
+    by_drops = tier.write and config.host.policy is WritePolicy.WRITE_BACK
+    write_back = WriteBack(tree, writes) if by_drops else None
+    sink = write_back if by_drops or not tier.write else WriteThrough(tree, writes)
+    return StorageParts(tier, worker, writes, buffers, write_back, sink)
+
+
+def storage_tier(tree: TreeCore, host: HostTierController,
+                 parts: StorageParts) -> StorageTierController:
+    """The L3 controller, from its parts, below ``host`` (built with ``parts.sink``)."""
+    return StorageTierController(tree, host, parts)
+
+
+def host_buffers(tier: StorageTier, host: HostTier,
+                 shapes: list[tuple[str, int, bool]], engine: CopyEngine) -> list[np.ndarray]:
     """Per component, the copy engine's host buffer, checked against its layout and the
     host tier's slots (:meth:`StorageLayout.check_buffer`). The engine's code is
     untrusted: whatever its ``host_buffer`` raises becomes :class:`CopyEngineError`."""
     buffers = []
-    for name, pool in zip(names, host.pools):
+    for name, _page, per_token in shapes:
         try:
-            buffer = host.engine.host_buffer(name)
+            buffer = engine.host_buffer(name)
         except Exception as error:  # the engine's code: anything it raises is its fault
             raise CopyEngineError(f"the copy engine's host_buffer({name!r}) raised "
                                   f"{type(error).__name__}: {error}") from error
@@ -48,6 +85,6 @@ def host_buffers(tier: StorageTier, names: tuple[str, ...] | list[str],
                               "are read and written there (NumpyCopyEngine.register)")
         layout = tier.layout_of(name)
         assert layout is not None  # CacheConfig checked the layouts against the components
-        layout.check_buffer(buffer, pool.capacity)
+        layout.check_buffer(buffer, host.capacity_of(name, per_token))
         buffers.append(buffer)
     return buffers

@@ -13,17 +13,17 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import wait
+from typing import NamedTuple
 
 import numpy as np
 
 from ..core.hashing import namespace_seed
 from ..core.keys import Namespace
-from ..core.tiering import Planned
 from ..core.tiers import PRIMARY
 from ..core.tree import TreeCore
 from ..errors import InvariantError
 from ..tiers.host import HostTierController
-from .backend import StorageBackend
+from ..tiers.parts import HostSink
 from .config import StorageTier
 from .reads import Prefetch, Read, query_job
 from .restore import best_cut, needed_pages
@@ -40,47 +40,38 @@ store had no usable page, no host room, the tree could not take them, or a reset
 cancelled them), restores and the tokens they added, pages the store said it holds."""
 
 
+class StorageParts(NamedTuple):
+    """What a storage tier is built from (:func:`~radixkv.storage.build.storage_parts`),
+    its write half made before the host tier, which is built with ``sink``."""
+
+    config: StorageTier
+    worker: StorageWorker
+    writes: StorageWrites
+    buffers: Sequence[np.ndarray]
+    """Per component, the copy engine's host buffer (L3 reads and writes go there)."""
+    write_back: WriteBack | None
+    """Under the ``write_back`` host policy (and ``write``): what host eviction drops goes
+    to L3, paths first."""
+    sink: HostSink | None
+    """What the host tier tells of its backups and drops: ``write_back``, or under a
+    write-through policy a :class:`~.write_through.WriteThrough`; ``None`` without writes."""
+
+
 class StorageTierController:
     """The L3 tier of a cache (built by the cache from ``CacheConfig.storage``)."""
 
-    def __init__(self, config: StorageTier, tree: TreeCore, host: HostTierController,
-                 backend: StorageBackend, buffers: Sequence[np.ndarray]) -> None:
-        self.config, self.tree, self.host = config, tree, host
-        self.worker = StorageWorker(backend)
+    def __init__(self, tree: TreeCore, host: HostTierController, parts: StorageParts) -> None:
+        self.config, self.tree, self.host = parts.config, tree, host
+        self.worker, self.writes, self.write_back = parts.worker, parts.writes, parts.write_back
         self.components = tree.components
-        layouts = [config.layout_of(c.name) for c in self.components]
-        assert all(layout is not None for layout in layouts)
-        self.layouts = [layout for layout in layouts if layout is not None]
-        self.buffers = list(buffers)
+        self.layouts = self.writes.layouts
+        self.buffers = list(parts.buffers)
         self.hasher = tree.log.hasher
         self.page = tree.page_size
-        self.writes = StorageWrites(self.worker, self.components, self.layouts, self.buffers,
-                                    self.hasher, tree.page_bytes, tree.config.bigram,
-                                    tree.log.limit if tree.log.enabled else None)
         self.pending: dict[tuple[Namespace, str], Prefetch] = {}
         self.draining: list[tuple[Prefetch, list[np.ndarray]]] = []
         """Taken prefetches whose reads still run, with the slots to free when they end."""
-        self.write_back: WriteBack | None = None
-        """Under the ``write_back`` host policy (and ``write``): what host eviction drops
-        goes to L3, paths first."""
         self.counters = dict.fromkeys(COUNTERS, 0)
-        if config.write:
-            if host.threshold is None:
-                self.write_back = WriteBack(tree, self.writes)
-                tree.host_dropping = self.write_back.dropping
-            else:
-                host.backed_up = self._backed_up
-
-    # ------------------------------------------------------------------ writes
-
-    def _backed_up(self, planned: Planned) -> None:
-        count = len(self.components)
-        for node, indices in planned:  # top-down (backup_plan): parents are put first
-            if self.tree.nodes.get(node.id) is node:
-                for index in indices:
-                    value = node.values[count + index]
-                    if value is not None:
-                        self.writes.queue(node, index, value)
 
     # ------------------------------------------------------------------ reads
 
@@ -105,7 +96,7 @@ class StorageTierController:
         lock = None
         if served.node is not None:
             lock = self.tree.lock_match(served)
-            if not self.tree._host_closed(lock.node):
+            if not self.tree.host_closed(lock.node):
                 self.host.backup([lock.node])
         record = Prefetch(key[: end * unit], namespace, start, keys, lock, tag)
         record.query = self.worker.call(query_job(keys, start // page))  # type: ignore[arg-type]
@@ -308,11 +299,10 @@ class StorageTierController:
 
     def close(self) -> None:
         """Under ``write_back`` with ``flush_on_close``, write what the host holds that L3
-        lacks; settle, unhook from the tree and host tier, stop the I/O thread and close
-        the store."""
+        lacks; settle, close the writes (the host tier's sink then writes nothing more),
+        stop the I/O thread and close the store."""
         if self.write_back is not None and self.config.flush_on_close:
             self.write_back.flush()
         self.settle()
-        self.tree.host_dropping = None
-        self.host.backed_up = None
+        self.writes.close()
         self.worker.close()

@@ -19,13 +19,15 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..core.node import Node
+from ..core.tiering import Planned
 from ..core.tiers import HOST, PRIMARY
 from ..core.tree import TreeCore
 from .writes import StorageWrites
 
 
 class WriteBack:
-    """The write-back half of a storage tier (one per cache, owner thread only)."""
+    """The write-back half of a storage tier: the host tier's sink (one per cache, owner
+    thread only)."""
 
     def __init__(self, tree: TreeCore, writes: StorageWrites) -> None:
         self.tree, self.writes = tree, writes
@@ -36,6 +38,9 @@ class WriteBack:
         """``nodes`` came from the store: their host values are not written back."""
         for node in nodes:
             self._mark(node)
+
+    def backed_up(self, planned: Planned) -> None:
+        """Nothing: a backup reaches the store when host eviction drops it."""
 
     def dropping(self, node: Node, index: int, slots: np.ndarray) -> None:
         """Host eviction drops component ``index``'s host value ``slots`` of ``node``:

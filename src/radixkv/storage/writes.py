@@ -55,6 +55,8 @@ class StorageWrites:
         """STORAGE events of landed puts, until taken (``event_limit`` at most; ``None``:
         the cache has events off and none is built)."""
         self.queued_pages = self.written_pages = self.failed_pages = 0
+        self.closed = False
+        """Set by :meth:`close`: the I/O thread is gone, nothing more is queued."""
         self.withheld: set[int] = set()
         """Block hashes of pages not announced (a put of theirs failed): an event that
         names one as its parent is withheld too, so the stream never names a parent it
@@ -62,7 +64,10 @@ class StorageWrites:
 
     def queue(self, node: Node, index: int, slots: np.ndarray) -> None:
         """Snapshot component ``index``'s host rows ``slots`` of ``node`` (still linked)
-        for a put; O(pages) hashes (cached on the node) and one row copy."""
+        for a put; O(pages) hashes (cached on the node) and one row copy. Nothing once
+        :meth:`close` ran."""
+        if self.closed:
+            return
         digests = page_digests(node, self.page_bytes, self.hasher)
         if not digests:
             return
@@ -143,6 +148,11 @@ class StorageWrites:
         if len(self.withheld) >= WITHHELD_LIMIT:
             self.withheld.clear()
         self.withheld.update(event.block_hashes)
+
+    def close(self) -> None:
+        """Queue nothing more: the host tier still tells its sink of backups and drops
+        after the storage tier closed, and they must not reach a stopped I/O thread."""
+        self.closed = True
 
     def take_events(self) -> list[KVEvent]:
         return self.events.take()

@@ -1,6 +1,6 @@
 """Tiers below device memory: the host-memory tier (L2) and its copy engines."""
 
-from .config import WRITE_POLICIES, HostTier
+from .config import WRITE_POLICIES, HostTier, WritePolicy
 from .copy_engine import Completion, Copy, CopyEngine, Direction
 from .numpy_engine import NumpyCopyConfig, NumpyCopyEngine
 
@@ -13,4 +13,5 @@ __all__ = [
     "HostTier",
     "NumpyCopyConfig",
     "NumpyCopyEngine",
+    "WritePolicy",
 ]

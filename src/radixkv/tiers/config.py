@@ -6,15 +6,37 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import cast
 
 from ..components.spec import check_int
 from ..core.config import normalise_ints
 from ..errors import ConfigError
 
-WRITE_POLICIES = {"write_through": 1, "write_through_selective": 2, "write_back": None}
-"""Write policy name -> the hit count (see :class:`HostTier`) at which a node is backed up;
-``None``: only when device eviction would drop it."""
+
+class WritePolicy(str, Enum):
+    """When a node's device values are copied to the host (see :class:`HostTier`); a
+    ``str`` whose value is the policy's name, so ``"write_back"`` compares equal."""
+
+    WRITE_THROUGH = "write_through"
+    WRITE_THROUGH_SELECTIVE = "write_through_selective"
+    WRITE_BACK = "write_back"
+
+    def __str__(self) -> str:  # the name users write, in reports and messages alike
+        return self.value
+
+    @property
+    def backup_uses(self) -> int | None:
+        """The uses at which a node is backed up; ``None`` under ``WRITE_BACK``, which
+        backs up only what device eviction would drop."""
+        return _BACKUP_USES[self]
+
+
+_BACKUP_USES = {WritePolicy.WRITE_THROUGH: 1, WritePolicy.WRITE_THROUGH_SELECTIVE: 2,
+                WritePolicy.WRITE_BACK: None}
+
+WRITE_POLICIES = tuple(policy.value for policy in WritePolicy)
+"""The policies' names, as ``HostTier(write_policy=...)`` accepts them."""
 
 
 @dataclass(frozen=True)
@@ -26,11 +48,12 @@ class HostTier:
     component (MAMBA). ``capacities``: per component name, a capacity that replaces the
     default (e.g. ``{"swa": 8192}``).
 
-    ``write_policy`` decides when a node's device values are copied to the host (*backed
-    up*). It counts a node's **uses**: the insert that stored the node is its first use,
-    and every match or admit whose usable prefix covers part of the node adds one (that is
-    ``1 + node.hits``; inserts through an existing node and recency refreshes do not
-    count). ``write_through`` backs a node up at 1 use (as soon as it is cached),
+    ``write_policy`` (a :class:`WritePolicy`, or its name; stored as the enum) decides when
+    a node's device values are copied to the host (*backed up*). It counts a node's
+    **uses**: the insert that stored the node is its first use, and every match or admit
+    whose usable prefix covers part of the node adds one (that is ``1 + node.hits``;
+    inserts through an existing node and recency refreshes do not count).
+    ``write_through`` backs a node up at 1 use (as soon as it is cached),
     ``write_through_selective`` at 2 (its first reuse), and ``write_back`` only when device
     eviction is about to drop a value the host lacks (eviction pauses on the node until the
     copy is acknowledged, then demotes it). Backing a node up also backs up every ancestor
@@ -49,11 +72,10 @@ class HostTier:
 
     capacity: int
     states: int = 0
-    write_policy: str = "write_through"
+    write_policy: WritePolicy | str = WritePolicy.WRITE_THROUGH
     capacities: Mapping[str, int] | tuple[tuple[str, int], ...] = ()
     wait_timeout_s: float = 60.0
     clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
-    threshold: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         normalise_ints(self)
@@ -62,6 +84,7 @@ class HostTier:
         if self.write_policy not in WRITE_POLICIES:
             raise ConfigError(f"unknown write policy {self.write_policy!r}; valid: "
                               f"{', '.join(WRITE_POLICIES)}")
+        object.__setattr__(self, "write_policy", WritePolicy(self.write_policy))
         entries = self.capacities
         pairs = entries.items() if isinstance(entries, Mapping) else entries
         try:
@@ -77,7 +100,11 @@ class HostTier:
             raise ConfigError(f"wait_timeout_s must be a finite number > 0, got {timeout!r}")
         if not callable(self.clock):
             raise ConfigError(f"clock must be a callable returning seconds, got {self.clock!r}")
-        object.__setattr__(self, "threshold", WRITE_POLICIES[self.write_policy])
+
+    @property
+    def policy(self) -> WritePolicy:
+        """``write_policy`` as the enum (it is stored so, whichever spelling was given)."""
+        return cast(WritePolicy, self.write_policy)
 
     @property
     def overrides(self) -> tuple[tuple[str, int], ...]:

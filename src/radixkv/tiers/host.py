@@ -11,7 +11,6 @@ engine's own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,13 +20,11 @@ from ..core.tiers import DEVICE, HOST
 from ..core.tree import TreeCore
 from ..core.types import InFlight, Lock
 from ..memory import SlotPool, SlotPoolConfig
-from .config import HostTier
+from .config import HostTier, WritePolicy
 from .copy_engine import Completion, Copy, CopyEngine
 from .counters import TierCounters
 from .engine_calls import CopyRefused, EngineCalls, plan_batch
-
-if TYPE_CHECKING:
-    from ..cache.pools import ComponentPools
+from .parts import CopyListener, DeviceSlots, HostSink
 
 
 class CopyRecord(InFlight):
@@ -49,35 +46,47 @@ class HostTierController:
     """The host tier of one cache (built by the cache from ``CacheConfig.host``)."""
 
     def __init__(self, config: HostTier, shapes: Sequence[tuple[str, int, bool]],
-                 tree: TreeCore, device: ComponentPools, engine: CopyEngine) -> None:
+                 tree: TreeCore, device: DeviceSlots, engine: CopyEngine, *,
+                 listener: CopyListener, sink: HostSink | None = None) -> None:
         """``shapes``: per component (name, page size of its pool, per_token)."""
         self.config, self.tree, self.device, self.engine = config, tree, device, engine
+        self.listener = listener
+        """Told of each batch before it is applied (:class:`CopyListener`)."""
+        self.sink = sink
+        """Told of each acknowledged backup and each host value host eviction drops
+        (:class:`HostSink`); ``None``: nothing below the host tier."""
         self.pools = [SlotPool(SlotPoolConfig(
             capacity=config.capacity_of(name, per_token), page_size=page, name=f"host {name}"))
             for name, page, per_token in shapes]
         self.records: dict[int, CopyRecord] = {}
-        self.threshold = config.threshold
+        policy = config.policy
+        self.write_back = policy is WritePolicy.WRITE_BACK
+        """Whether a node is backed up only when device eviction would drop a value the
+        host lacks (stepwise eviction), rather than at a count of uses."""
+        self.threshold = policy.backup_uses
+        """The uses at which a node is backed up; ``None`` under write-back."""
+        # by the policy's name, once: under write-back a match or insert counts nothing
+        self.note_uses = self._uses_ignored if self.write_back else self._count_uses
         self.due: dict[int, Node] = {}
         """Nodes whose uses reached the threshold, to back up at the next flush."""
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
         self.calls = EngineCalls(engine, self.counters, self.records, config.clock)
-        self.backed_up: Callable[[Planned], None] | None = None
-        """Told of each acknowledged backup's nodes and components (the storage tier
-        writes them to L3 under a write-through policy)."""
-        self.listener: Callable[[CopyRecord, bool], None] | None = None
-        """Told of each batch before it is applied (the cache fails or readies the leases
-        waiting for it), whichever call (a poll, a wait inside eviction) applies it."""
 
     # ------------------------------------------------------------------ backups
 
-    def note_uses(self, nodes: Iterable[Node]) -> None:
-        """Nodes were hit by a match or stored by an insert (its first use: ``1 + hits``
-        counts it already): those whose uses reached the threshold become due for a
-        backup. O(nodes)."""
+    note_uses: Callable[[Iterable[Node]], None]
+    """``note_uses(nodes)``: nodes were hit by a match or stored by an insert (its first
+    use: ``1 + hits`` counts it already); those whose uses reached the threshold become
+    due for a backup (none under write-back). O(nodes)."""
+
+    def _uses_ignored(self, nodes: Iterable[Node]) -> None:
+        """:attr:`note_uses` under write-back."""
+
+    def _count_uses(self, nodes: Iterable[Node]) -> None:
+        """:attr:`note_uses` under a write-through policy."""
         threshold = self.threshold
-        if threshold is None:
-            return
+        assert threshold is not None  # only write-back has none
         count = len(self.pools)
         for node in nodes:
             if node.hits + 1 >= threshold and node.values[count] is None:
@@ -128,7 +137,7 @@ class HostTierController:
         """Evict host values until ``sizes`` fit (if they can); whether they fit."""
         short = self._short(sizes)
         if any(short):
-            self.free_host(self.tree.evict_host(short).freed)
+            self.evict_host(short)
         return all(size <= pool.available for pool, size in zip(self.pools, sizes))
 
     def reserve(self, sizes: Sequence[int]) -> list[np.ndarray] | None:
@@ -139,6 +148,15 @@ class HostTierController:
             return None
         parts = [pool.alloc(size) for pool, size in zip(self.pools, sizes)]
         return [np.zeros(0, np.int64) if part is None else part for part in parts]
+
+    def evict_host(self, budgets: Sequence[int]) -> list[int]:
+        """Evict host values, per component at least ``budgets[c]`` units (see
+        :meth:`TreeCore.evict_host`), each told to the sink before it goes, and free their
+        host slots; the units evicted per component."""
+        sink = self.sink
+        result = self.tree.evict_host(budgets, None if sink is None else sink.dropping)
+        self.free_host(result.freed)
+        return result.evicted
 
     def free_host(self, freed: Sequence[np.ndarray]) -> None:
         for pool, part in zip(self.pools, freed):
@@ -160,15 +178,17 @@ class HostTierController:
                     sizes[index] += component.value_size(current)
         return sizes
 
-    def load(self, node: Node) -> CopyRecord | None:
+    def load(self, node: Node, parts: Sequence[np.ndarray]) -> CopyRecord | None:
         """Revive on device what the prefix ending at ``node``'s end needs from the host
-        (``node`` is locked; device room was ensured); ``None`` when nothing is needed.
-        Raises :class:`CopyRefused` (nothing changed) when the engine refused the batch."""
+        into ``parts``, per component the device slots :meth:`load_sizes` named (``node`` is
+        locked; the caller allocated them, and they are the load's now); ``None`` when
+        nothing is needed (``parts`` freed). Raises :class:`CopyRefused` (``parts`` freed,
+        nothing else changed) when the engine refused the batch."""
         planned = self.tree.load_plan(node, node.start + node.length)
         if not planned:
+            self.device.free_all(parts)
             return None
         sizes = self._sizes(planned)
-        parts = self.device.allocate(sizes)
         slots = [part if size else None for part, size in zip(parts, sizes)]
         record = self._submit(planned, sizes, slots, DEVICE)
         if record is None:
@@ -230,15 +250,14 @@ class HostTierController:
             if record is None:
                 continue
             ok = completion.ok is True and not record.doubtful
-            if self.listener is not None:
-                self.listener(record, ok)
+            self.listener.copy_reported(record, ok)
             if not ok:
                 self._take_back(record)
             elif record.tier == HOST:
                 planned = list(record.nodes.values())
                 self.tree.announce_host(planned)
-                if self.backed_up is not None:
-                    self.backed_up(planned)
+                if self.sink is not None:
+                    self.sink.backed_up(planned)
             self.tree.untrack(record)
             for lock in record.locks:
                 self.tree.unlock(lock)
@@ -288,7 +307,7 @@ class HostTierController:
         a value the host lacks, the controller backs the node up and waits for the copy,
         then eviction goes on and demotes it); plain otherwise. Returns units evicted."""
         evicted = [0] * len(budgets)
-        pause = self._pause if self.threshold is None else None
+        pause = self._pause if self.write_back else None
         try:
             while True:
                 remaining = [max(0, b - e) for b, e in zip(budgets, evicted)]

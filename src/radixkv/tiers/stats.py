@@ -68,7 +68,7 @@ def host_stats(host: HostTierController, tree: TreeCore) -> HostStats:
             loaded=counters.loaded[component.index])
         for component in tree.components}
     return HostStats(
-        write_policy=host.config.write_policy, components=components,
+        write_policy=host.config.policy.value, components=components,
         backup_batches=counters.backup_batches, load_batches=counters.load_batches,
         copies_in_flight=len(host.records), failed_backups=counters.failed_backups,
         failed_loads=counters.failed_loads, skipped_backups=counters.skipped_backups,

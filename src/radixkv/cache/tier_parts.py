@@ -1,0 +1,49 @@
+"""Building the tiers below a cache's device pools, each handed at construction what it
+tells: the storage tier's writes first (the host tier's sink), then the host tier (told the
+cache, its listener), then the storage tier below it."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..core.tree import TreeCore
+from ..storage.backend import StorageBackend
+from ..storage.build import check_storage, storage_parts, storage_tier
+from ..storage.tier import StorageTierController
+from ..tiers.copy_engine import CopyEngine
+from ..tiers.host import HostTierController
+from ..tiers.numpy_engine import NumpyCopyEngine
+from ..tiers.parts import CopyListener
+from .config import CacheConfig
+from .pools import ComponentPools
+from .room import Reclaimer, TreeReclaimer
+
+
+class TierParts(NamedTuple):
+    """A cache's tiers below the device, and what reclaims device room."""
+
+    host: HostTierController | None
+    storage: StorageTierController | None
+    reclaimer: Reclaimer
+    """The host tier when there is one (it backs values up first under write-back), else
+    the tree's eviction."""
+
+
+def build_tiers(config: CacheConfig, tree: TreeCore, pools: ComponentPools,
+                copy_engine: CopyEngine | None, backend: StorageBackend | None,
+                listener: CopyListener) -> TierParts:
+    """The tiers ``config`` asks for (the copy engine defaults to a
+    :class:`NumpyCopyEngine`). Raises :class:`ConfigError` (nothing built, no thread
+    started) when a store comes without ``CacheConfig.storage`` or the other way round, or
+    when the store or the engine's host buffers do not fit."""
+    wanted = config.storage is not None or backend is not None
+    if config.host is None:
+        if wanted:  # CacheConfig allows no storage tier without a host tier: this raises
+            check_storage(config, backend)
+        return TierParts(None, None, TreeReclaimer(tree, pools))
+    engine = NumpyCopyEngine() if copy_engine is None else copy_engine
+    parts = storage_parts(config, tree, engine, backend) if wanted else None
+    host = HostTierController(config.host, config.host_shapes(), tree, pools, engine,
+                              listener=listener, sink=None if parts is None else parts.sink)
+    storage = None if parts is None else storage_tier(tree, host, parts)
+    return TierParts(host, storage, host)
