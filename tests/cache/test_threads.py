@@ -14,10 +14,11 @@ import pytest
 from radixkv import CacheConfig, CacheStats, PrefixCache
 
 CAPACITY = 256
+MAX_STEPS = 1_000_000
 
 
-def traffic(cache: PrefixCache, rounds: int) -> None:
-    for step in range(rounds):
+def traffic(cache: PrefixCache, steps: range) -> None:
+    for step in steps:
         prompt = [step % 7, step % 5, *range(step % 11, step % 11 + 20)]
         lease = cache.admit(prompt, (None, f"t{step % 3}"))
         cache.extend(lease, [1, 2, 3])
@@ -62,7 +63,12 @@ def test_stats_can_be_read_from_a_metrics_thread_while_the_owner_runs_traffic() 
     reader = threading.Thread(target=metrics)
     reader.start()
     try:
-        traffic(cache, 400)
+        # at least 400 steps, and on until the reader has read 100 times: how many reads
+        # fit in a step depends on the machine's load, never the outcome
+        done = 0
+        while done < 400 or (reads[0] <= 100 and done < MAX_STEPS and not failures):
+            traffic(cache, range(done, done + 100))
+            done += 100
     finally:
         stop.set()
         reader.join()
