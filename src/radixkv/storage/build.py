@@ -26,6 +26,9 @@ def storage_tier(config: CacheConfig, tree: TreeCore, host: HostTierController |
                           "backend (PrefixCache(config, copy_engine, storage=backend))")
     if not isinstance(backend, StorageBackend):
         raise ConfigTypeError(f"storage must be a StorageBackend, got {type(backend).__name__}")
+    batch = backend.max_batch
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"the store's max_batch must be an int >= 1, got {batch!r}")
     assert host is not None  # CacheConfig checked it
     buffers = host_buffers(config.storage, config.names, host)
     return StorageTierController(config.storage, tree, host, backend, buffers)
