@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from radixkv.errors import ConfigError
 from radixkv.storage import FAULTS, StorageBackend, StorageWorker
 from radixkv.storage.framing import frame
 
 from .support import PAGE, empty, host, keys, rows
+from .tier_support import engine
 
 Answer = Callable[..., Any]
 
@@ -188,3 +190,12 @@ def test_a_close_that_raises_is_counted_when_the_worker_closes() -> None:
     store = Scripted(close=raises(RuntimeError("no")))
     StorageWorker(store).close()
     assert counted(store) == {"error": 1}
+
+
+@pytest.mark.parametrize("batch", [0, -3, 2.5, True, "128"])
+def test_a_store_whose_max_batch_is_no_positive_int_is_refused_when_the_cache_is_built(
+        batch: Any) -> None:
+    store = Scripted()
+    store.max_batch = batch
+    with pytest.raises(ConfigError, match="max_batch must be an int >= 1"):
+        engine(store)
