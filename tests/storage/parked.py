@@ -25,6 +25,7 @@ class ParkedStore(FileStorage):
 
     def __init__(self, root: Path) -> None:
         super().__init__(FileStorageConfig(root=root))
+        self.root = root
         self._gate = threading.Event()
         self._gate.set()
 

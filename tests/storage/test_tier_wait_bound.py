@@ -48,7 +48,7 @@ def on(store: ParkedStore, **storage: Any) -> Engine:
 
 
 def written(store: ParkedStore, *prompts: list[int]) -> None:
-    first = engine(FileStorage(FileStorageConfig(root=store._root)))
+    first = engine(FileStorage(FileStorageConfig(root=store.root)))
     for tokens in prompts:
         assert served(first, tokens) == 0
     closed(first)

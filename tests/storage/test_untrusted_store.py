@@ -24,8 +24,8 @@ class Scripted(StorageBackend):
     """Each raw call runs the test's function for it (a dict of stored objects behind the
     ones a test leaves alone)."""
 
-    def __init__(self, **calls: Answer) -> None:
-        super().__init__(retry_after_s=0.0)
+    def __init__(self, retry_after_s: float = 0.0, **calls: Answer) -> None:
+        super().__init__(retry_after_s)
         self.objects: dict[str, bytes] = {}
         self.calls = calls
         self.removed: list[str] = []
@@ -158,9 +158,8 @@ def test_a_raw_call_that_raises_is_a_fault_of_the_kind_its_classifier_names(
 
 
 def test_a_down_hook_that_raises_is_counted_and_the_window_still_holds() -> None:
-    store = Scripted(exists=raises(OSError("boom")), classify=answers("unavailable"),
-                     on_down=raises(RuntimeError("hook broke")))
-    store._retry_after_s = 1e9  # one window for the whole test
+    store = Scripted(1e9, exists=raises(OSError("boom")), classify=answers("unavailable"),
+                     on_down=raises(RuntimeError("hook broke")))  # one window for the test
     assert store.exists_prefix(keys(2)) == 0
     assert store.exists_prefix(keys(2)) == 0  # in the window: not called
     assert counted(store) == {"unavailable": 4, "error": 1}
