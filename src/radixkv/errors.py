@@ -84,3 +84,10 @@ class CopyEngineError(EngineError):
     """The copy engine broke its contract in a way the cache cannot count and go on from:
     a copy it never reported within ``HostTier.wait_timeout_s`` (the copy stays in flight,
     its slots held, so a wait can be retried)."""
+
+
+class StorageTimeoutError(EngineError):
+    """The store did not finish the I/O a call waits for (``wait()``, ``reset()``,
+    ``close()``) within ``StorageTier.wait_timeout_s``: a stalled store without a bound of
+    its own. That I/O stays in flight (the host slots it reads into held) and nothing else
+    changed, so the call can be retried."""

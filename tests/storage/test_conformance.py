@@ -10,7 +10,7 @@ import pytest
 
 from radixkv.errors import InvalidArgumentError, InvalidSlotsError
 from radixkv.storage import FAULTS, MooncakeStorage, PageRows, StorageBackend
-from radixkv.storage.framing import HEADER_BYTES
+from radixkv.storage.framing import HEADER_BYTES, frame
 
 from .servers import LEASE_MS
 from .support import PAGE, ROW, empty, host, keys, rows
@@ -71,6 +71,27 @@ def test_a_page_read_with_another_row_size_is_corrupt_not_data(backend: StorageB
     wider = np.zeros((PAGE, 2, 16), dtype=np.float16)
     assert backend.get_into(names, PageRows(wider, np.arange(PAGE).reshape(1, PAGE))) == [False]
     assert not wider.any()
+    assert backend.stats().faults["corrupt"] == 1
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "another key's"])
+def test_a_bad_object_is_deleted_once_a_read_found_it(backend: StorageBackend,
+                                                      damage: str) -> None:
+    source, names = host(2), keys(2)
+    good = frame(names[0], source[:PAGE].tobytes())
+    blob = {"truncated": good[:-3], "flipped": good[:-1] + bytes([good[-1] ^ 1]),
+            "another key's": frame(names[1], source[:PAGE].tobytes())}[damage]
+    assert backend._write(names[:1], [blob]) == [None]  # a faulty writer's object
+    backend.put_from(names[1:], rows(source, [1]))
+    assert backend.exists_prefix(names) == 2
+    target = empty(2)
+    assert backend.get_into(names, rows(target, range(2))) == [False, True]
+    assert not target[:PAGE].any()
+    stats = backend.stats()
+    assert (stats.faults["corrupt"], stats.purged_pages) == (1, 1)
+    # gone for every engine: a lookup no longer finds it, so nobody reads it again
+    assert backend.exists_prefix(names) == 0 and backend.exists(names) == [False, True]
+    assert backend.get_into(names[1:], rows(target, [1])) == [True]
     assert backend.stats().faults["corrupt"] == 1
 
 

@@ -110,6 +110,8 @@ def test_a_damaged_object_reads_as_a_corrupt_miss(mooncake_cluster: MooncakeClus
     assert storage.get_into(names, rows(target, range(2))) == [False, True]
     assert (target[:PAGE] == 9).all()
     assert storage.stats().faults["corrupt"] == 1
+    # deleted at once, the lease our own read took notwithstanding
+    assert storage.exists(names) == [False, True] and storage.stats().purged_pages == 1
     storage.close()
 
 

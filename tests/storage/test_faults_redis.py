@@ -129,6 +129,20 @@ def test_data_evicted_between_exists_and_get_is_a_counted_miss(
     assert storage.stats().faults["missing"] == 1
 
 
+def test_a_marker_whose_data_is_gone_is_deleted_once_a_read_found_it(
+        redis_server: RedisServer) -> None:
+    storage, names = storage_of(redis_server, prefix="orphan"), keys(3)
+    storage.put_from(names, rows(host(3), range(3)))
+    client = raw(redis_server)
+    client.delete(f"orphan:d:{names[1]}")  # maxmemory eviction took the data, not the marker
+    assert storage.exists_prefix(names) == 3  # lookups read markers only
+    assert storage.get_into(names, rows(empty(3), range(3))) == [True, False, True]
+    assert client.exists(f"orphan:m:{names[1]}") == 0
+    assert storage.exists_prefix(names) == 1  # no engine's lookup finds it again
+    stats = storage.stats()
+    assert (stats.faults["missing"], stats.purged_pages) == (1, 1)
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip", "swap", "garbage"])
 def test_a_damaged_value_reads_as_a_corrupt_miss(redis_server: RedisServer,
                                                  damage: str) -> None:
@@ -149,6 +163,8 @@ def test_a_damaged_value_reads_as_a_corrupt_miss(redis_server: RedisServer,
     assert storage.get_into(names, rows(target, range(2))) == [False, True]
     assert (target[:PAGE] == 5).all()
     assert storage.stats().faults["corrupt"] == 1
+    # deleted, object and marker: no engine reads it again
+    assert (client.exists(data), client.exists(f"damage-{damage}:m:{names[0]}")) == (0, 0)
 
 
 def test_clear_drops_only_this_prefix(redis_server: RedisServer) -> None:

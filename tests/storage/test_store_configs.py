@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from radixkv.errors import ConfigError, ConfigTypeError
-from radixkv.storage import FileStorage, FileStorageConfig, RedisStorageConfig
+from radixkv.storage import (
+    FileStorage,
+    FileStorageConfig,
+    RedisStorageConfig,
+    StorageLayout,
+    StorageTier,
+)
 
 BAD_REDIS: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"port": 70000}, ConfigError, "port must be 1..65535"),
@@ -31,6 +37,7 @@ BAD_REDIS: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"ttl_s": 0}, ConfigError, "ttl_s must be >= 1"),
     ({"retry_after_s": -1}, ConfigError, "retry_after_s must be a finite number >= 0"),
     ({"prefix": "a*b"}, ConfigError, "without glob chars"),
+    ({"clock": 5}, ConfigTypeError, "clock must be a callable"),
 ]
 
 
@@ -63,6 +70,7 @@ BAD_FILE: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"fsync": "no"}, ConfigTypeError, "fsync must be a bool"),
     ({"fsync": 0}, ConfigTypeError, "fsync must be a bool"),
     ({"retry_after_s": "soon"}, ConfigTypeError, "retry_after_s must be a number"),
+    ({"clock": "monotonic"}, ConfigTypeError, "clock must be a callable"),
 ]
 
 
@@ -95,3 +103,18 @@ def test_a_good_file_config_still_builds_a_store(tmp_path: Path) -> None:
     assert type(config.capacity_bytes) is int
     store = FileStorage(config)
     assert store.exists_prefix(["k"]) == 0
+
+
+@pytest.mark.parametrize(("fields", "error", "message"), [
+    ({"wait_timeout_s": 0}, ConfigError, "wait_timeout_s must be a finite number > 0"),
+    ({"wait_timeout_s": float("inf")}, ConfigError, "wait_timeout_s must be a finite"),
+    ({"wait_timeout_s": "60"}, ConfigError, "wait_timeout_s must be a finite"),
+    ({"wait_timeout_s": True}, ConfigError, "wait_timeout_s must be a finite"),
+    ({"clock": None}, ConfigTypeError, "clock must be a callable"),
+])
+def test_a_storage_tier_with_an_unbounded_or_unreadable_wait_is_refused(
+        fields: dict[str, Any], error: type[Exception], message: str) -> None:
+    layout = StorageLayout(model="m", dtype="float32", page_size=4, component="full",
+                           layers=(0, 1))
+    with pytest.raises(error, match=message):
+        StorageTier(layouts=(layout,), **fields)

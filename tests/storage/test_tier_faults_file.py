@@ -89,6 +89,27 @@ def test_a_damaged_page_file_is_a_corrupt_miss_and_the_next_write_repairs_it(
     closed(third)
 
 
+@pytest.mark.parametrize("damage", ["truncate", "other page"])
+def test_a_damaged_page_is_deleted_once_found_so_no_other_engine_reads_it(
+        tmp_path: Path, damage: str) -> None:
+    written(tmp_path, PROMPT)
+    path = page_file(tmp_path, PROMPT, 5)
+    blob = path.read_bytes()
+    path.write_bytes(blob[:-7] if damage == "truncate" else
+                     page_file(tmp_path, PROMPT, 6).read_bytes())
+    # read-only engines: none writes page 5 again, so only the deletion keeps it from them
+    readers = [engine(store(tmp_path), wait_policy="wait_complete", write=False)
+               for _ in range(3)]
+    for made in readers:
+        assert served(made, PROMPT) == 5 * PAGE
+    assert [faults(made) for made in readers] == [{"corrupt": 1}, {}, {}]
+    assert [tier(made).backend.get_pages for made in readers] == [16, 5, 5]
+    assert [tier(made).backend.purged_pages for made in readers] == [1, 0, 0]
+    assert not path.exists()
+    for made in readers:
+        closed(made)
+
+
 def test_a_store_smaller_than_a_page_refuses_every_put_as_full(tmp_path: Path) -> None:
     first = engine(store(tmp_path, capacity=64))
     assert served(first, PROMPT) == 0

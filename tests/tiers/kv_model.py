@@ -48,13 +48,19 @@ def path_tokens(node: Node) -> list[int]:
 
 
 class KVModel:
-    """Device and host buffers of every component of ``cache``, registered with ``engine``."""
+    """Device and host buffers of every component of ``cache``, registered with ``engine``
+    (or ``buffers``, per component the pair registered already: a cache with a storage tier
+    checks its host buffers when it is built)."""
 
-    def __init__(self, cache: PrefixCache, engine: NumpyCopyEngine) -> None:
+    def __init__(self, cache: PrefixCache, engine: NumpyCopyEngine,
+                 buffers: list[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         assert cache.host is not None
         self.cache = cache
         self.components = cache.tree.components
-        self.buffers: list[tuple[np.ndarray, np.ndarray]] = []
+        if buffers is not None:
+            self.buffers = buffers
+            return
+        self.buffers = []
         for index, component in enumerate(self.components):
             pair = (np.full(cache.pools[index].capacity, -1, np.int64),
                     np.full(cache.host.pools[index].capacity, -1, np.int64))
@@ -144,7 +150,8 @@ class KVModel:
 def check_owners(cache: PrefixCache, leases: Iterable[Lease],
                  allocations: Iterable[Allocation]) -> None:
     """Pool accounting from the outside: on each tier, every slot of every pool is free or
-    owned by exactly one holder (a tree value, a lease, a caller-held allocation)."""
+    owned by exactly one holder (a tree value, a lease, a caller-held allocation; on the
+    host, an L3 prefetch that reserved it)."""
     assert cache.host is not None
     tree, leases, allocations = cache.tree, list(leases), list(allocations)
     count = len(tree.components)
@@ -160,6 +167,8 @@ def check_owners(cache: PrefixCache, leases: Iterable[Lease],
         owned.extend(allocation.parts[index] for allocation in allocations)
         _owned_once(owned, cache.pools[index], f"device {name}")
         host = [v for n in tree.nodes.values() if (v := n.values[count + index]) is not None]
+        if cache.storage is not None:
+            host.append(cache.storage.reserved()[index])
         _owned_once(host, cache.host.pools[index], f"host {name}")
 
 

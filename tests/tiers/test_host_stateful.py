@@ -85,10 +85,9 @@ class HostTierMachine(RuleBasedStateMachine):
             extra.update(mamba_track_interval=2 * page, mamba_states=8)
         host = HostTier(capacity=host_pages * page, states=6, write_policy=write,
                         wait_timeout_s=self.WAIT_POLLS, clock=PollClock(), **self.HOST)
-        self.cache = PrefixCache(CacheConfig(capacity=pages * page, page_size=page,
-                                             policy=policy, components=self.COMPONENTS,
-                                             host=host, **extra), self.engine)
-        self.model = KVModel(self.cache, self.engine)
+        self.cache, self.model = self.built(
+            CacheConfig(capacity=pages * page, page_size=page, policy=policy,
+                        components=self.COMPONENTS, host=host, **extra), data)
         self.state = next((i for i, c in enumerate(self.cache.tree.components)
                            if not c.per_token), None)
         self.allocations: list[Allocation] = []
@@ -96,6 +95,12 @@ class HostTierMachine(RuleBasedStateMachine):
             self.serve(data, data.draw(st.booleans()), None)
 
     # ------------------------------------------------------------------ helpers
+
+    def built(self, config: CacheConfig, data: st.DataObject) -> tuple[PrefixCache, KVModel]:
+        """The cache of ``config`` over the machine's engine, and its model (a subclass may
+        add to both, drawing from ``data``)."""
+        cache = PrefixCache(config, self.engine)
+        return cache, KVModel(cache, self.engine)
 
     def tokens(self, data: st.DataObject) -> list[int]:
         """Mostly an earlier prompt, cut and extended; sometimes fresh."""

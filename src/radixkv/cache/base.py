@@ -347,7 +347,9 @@ class CacheBase:
         """Drop everything cached; active leases and held allocations become invalid, every
         slot is free again.
         Node handles are never reused afterwards. With a host tier, first waits for every
-        copy in flight (their slots are about to be reused)."""
+        copy in flight (their slots are about to be reused), with a storage tier for its
+        I/O too (:class:`StorageTimeoutError` past ``StorageTier.wait_timeout_s``, and
+        nothing is dropped)."""
         if self.host is not None:  # first: a copy that never lands raises, nothing changed
             self.host.wait(list(self.host.records))
         if self.storage is not None:

@@ -32,7 +32,8 @@ class Polling(Lifecycle):
         """Block until ``lease`` is ready (or failed), or with no lease until no copy is in
         flight (with a storage tier, every L3 prefetch complete and attached first);
         returns what :meth:`poll` would. Raises :class:`LeaseError` for a lease
-        this cache does not hold."""
+        this cache does not hold, :class:`StorageTimeoutError` when the store's I/O does
+        not complete within ``StorageTier.wait_timeout_s`` (it stays in flight)."""
         if self.host is None:
             return []
         if lease is None:
@@ -78,7 +79,9 @@ class Polling(Lifecycle):
     def close(self) -> None:
         """Finish the storage tier's I/O (queued writes submitted and landed, prefetches in
         flight dropped) and close its store; the cache then runs without L3, as if it had
-        no storage tier. Idempotent; a no-op without one."""
+        no storage tier. Idempotent; a no-op without one. Raises
+        :class:`StorageTimeoutError` when that I/O does not end within
+        ``StorageTier.wait_timeout_s``: the tier stays open, so close can be called again."""
         if self.storage is not None:
             self.storage.close()
             self.closing_events = self.storage.writes.take_events()

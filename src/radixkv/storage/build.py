@@ -36,6 +36,9 @@ def check_storage(config: CacheConfig, backend: StorageBackend | None) -> Storag
                           "backend (PrefixCache(config, copy_engine, storage=backend))")
     if not isinstance(backend, StorageBackend):
         raise ConfigTypeError(f"storage must be a StorageBackend, got {type(backend).__name__}")
+    batch = backend.max_batch
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"the store's max_batch must be an int >= 1, got {batch!r}")
     return config.storage
 
 

@@ -48,3 +48,9 @@ def check_text(name: str, value: object, optional: bool = False) -> None:
                               f"got {value!r}")
     if not value:
         raise ConfigError(f"{name} must not be empty")
+
+
+def check_clock(name: str, value: object) -> None:
+    """``value`` is a callable (one returning seconds, as ``time.monotonic``)."""
+    if not callable(value):
+        raise ConfigTypeError(f"{name} must be a callable returning seconds, got {value!r}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from ..components.spec import check_int
 from ..core.config import normalise_ints
@@ -12,7 +14,11 @@ from .layout import StorageLayout
 
 WAIT_POLICIES = ("best_effort", "wait_complete", "timeout")
 """How long ``admit`` waits for an L3 prefetch of its prompt: not at all (it takes what has
-arrived), until it is complete, or at most ``timeout_s`` seconds."""
+arrived), until it is complete (at most ``wait_timeout_s``), or at most ``timeout_s``
+seconds."""
+
+WAIT_ROUND_S = 0.05
+"""The longest real time a wait on the store's I/O blocks before it reads its clock again."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,16 @@ class StorageTier:
     that is at least ``prefetch_threshold`` tokens; ``wait_policy`` (:data:`WAIT_POLICIES`)
     says how long admit waits for that fetch (``timeout_s`` for ``timeout``); what arrived
     by then joins the tree as host-only nodes and is loaded back with the rest of the
-    host prefix. Raises :class:`ConfigError` / :class:`ConfigTypeError` on a bad value.
+    host prefix.
+
+    ``wait_timeout_s`` bounds every wait of the scheduler's thread on the store's I/O,
+    whatever the store does (one that never answers included): a ``wait_complete`` admit
+    then admits with what arrived, as ``timeout`` does; ``wait()``, ``reset()`` and
+    ``close()`` raise :class:`~radixkv.errors.StorageTimeoutError`, the I/O still in flight
+    (its host slots held), so the call can be retried. ``clock``: what the waits are
+    measured on, a callable returning seconds (``time.monotonic``; a test may give a fake
+    one, read once per round of at most :data:`WAIT_ROUND_S` real seconds). Raises
+    :class:`ConfigError` / :class:`ConfigTypeError` on a bad value.
     """
 
     layouts: tuple[StorageLayout, ...]
@@ -44,6 +59,8 @@ class StorageTier:
     timeout_s: float = 1.0
     write: bool = True
     flush_on_close: bool = True
+    wait_timeout_s: float = 60.0
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         normalise_ints(self)
@@ -68,6 +85,14 @@ class StorageTier:
             raise ConfigTypeError("StorageTier.write must be a bool")
         if not isinstance(self.flush_on_close, bool):
             raise ConfigTypeError("StorageTier.flush_on_close must be a bool")
+        bound = self.wait_timeout_s
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) \
+                or not math.isfinite(bound) or not bound > 0:
+            raise ConfigError(f"StorageTier.wait_timeout_s must be a finite number > 0, "
+                              f"got {bound!r}")
+        if not callable(self.clock):
+            raise ConfigTypeError(f"StorageTier.clock must be a callable returning seconds, "
+                                  f"got {self.clock!r}")
 
     def layout_of(self, component: str) -> StorageLayout | None:
         """The layout of the component called ``component``, if any."""

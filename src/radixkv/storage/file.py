@@ -11,15 +11,17 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import time
 import uuid
 import zlib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.config import normalise_ints
 from ..errors import ConfigError, ConfigTypeError
 from .backend import StorageBackend
-from .checks import check_bool, check_optional_int, check_seconds
+from .checks import check_bool, check_clock, check_optional_int, check_seconds
 
 _LOW_WATER = 0.9
 _TMP = ".tmp"
@@ -29,14 +31,16 @@ _TMP = ".tmp"
 class FileStorageConfig:
     """``root``: the directory (created if missing; engines that share it share pages);
     ``capacity_bytes``: the size cap, ``None`` for none; ``fsync``: flush each page to disk
-    before it becomes visible (slower; survives a machine crash). Every field is checked
-    here: :class:`ConfigTypeError` for a wrong type (a bool cap, ``fsync="no"``),
+    before it becomes visible (slower; survives a machine crash); ``retry_after_s`` and
+    ``clock``: see :class:`StorageBackend`. Every field is checked here:
+    :class:`ConfigTypeError` for a wrong type (a bool cap, ``fsync="no"``),
     :class:`ConfigError` for a bad value (an empty root, a cap <= 0)."""
 
     root: str | Path
     capacity_bytes: int | None = None
     fsync: bool = False
     retry_after_s: float = 0.0
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         normalise_ints(self)
@@ -47,6 +51,7 @@ class FileStorageConfig:
         check_optional_int("FileStorageConfig.capacity_bytes", self.capacity_bytes, 1)
         check_bool("FileStorageConfig.fsync", self.fsync)
         check_seconds("FileStorageConfig.retry_after_s", self.retry_after_s, positive=False)
+        check_clock("FileStorageConfig.clock", self.clock)
 
 
 class FileStorage(StorageBackend):
@@ -55,7 +60,7 @@ class FileStorage(StorageBackend):
     def __init__(self, config: FileStorageConfig) -> None:
         if not isinstance(config, FileStorageConfig):
             raise ConfigTypeError(f"FileStorage needs a FileStorageConfig, got {config!r:.80}")
-        super().__init__(config.retry_after_s)
+        super().__init__(config.retry_after_s, config.clock)
         self._config = config
         self._root = Path(config.root)
         (self._root / _TMP).mkdir(parents=True, exist_ok=True)

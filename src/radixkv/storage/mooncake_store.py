@@ -10,13 +10,16 @@ page; a batch larger than the buffer goes in several round trips.
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
 from .backend import StorageBackend, StorageFault
+from .checks import check_clock
 
 OBJECT_NOT_FOUND = -704
 OBJECT_ALREADY_EXISTS = -705
@@ -36,8 +39,9 @@ class MooncakeStorageConfig:
     ``protocol`` (``"tcp"`` or ``"rdma"`` with ``device_name``), ``global_segment_size``
     (bytes this process contributes; 0 = pure client), ``local_buffer_size`` and
     ``staging_bytes`` (the registered buffer every object passes through; at least one
-    page). ``retry_after_s``: see :class:`StorageBackend`; after an ``unavailable`` fault
-    each call first checks the master accepts a TCP connection within ``probe_timeout_s``."""
+    page). ``retry_after_s`` and ``clock``: see :class:`StorageBackend`; after an
+    ``unavailable`` fault each call first checks the master accepts a TCP connection within
+    ``probe_timeout_s``."""
 
     master_address: str = "127.0.0.1:50051"
     metadata_server: str = "http://127.0.0.1:8080/metadata"
@@ -49,10 +53,12 @@ class MooncakeStorageConfig:
     staging_bytes: int = 32 << 20
     retry_after_s: float = 1.0
     probe_timeout_s: float = 1.0
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.staging_bytes <= 0 or self.local_buffer_size < 0 or self.global_segment_size < 0:
             raise ConfigError("MooncakeStorageConfig sizes must be positive")
+        check_clock("MooncakeStorageConfig.clock", self.clock)
 
 
 class MooncakeStorage(StorageBackend):
@@ -61,13 +67,13 @@ class MooncakeStorage(StorageBackend):
     ``retry_after_s``."""
 
     def __init__(self, config: MooncakeStorageConfig) -> None:
-        super().__init__(config.retry_after_s)
+        super().__init__(config.retry_after_s, config.clock)
         self._config = config
         self._staging = np.zeros(config.staging_bytes, dtype=np.uint8)
         self._base = int(self._staging.ctypes.data)
         self._store: Any = None
         self._suspect = False
-        self._guarded(lambda _keys: self._connected(), [], None)
+        self._guarded(lambda _keys: self._connected(), [], None, lambda _answer, _count: True)
 
     def _connected(self) -> Any:
         if self._suspect:
@@ -165,7 +171,9 @@ class MooncakeStorage(StorageBackend):
                 [size for _key, _offset, size in group])
 
     def _remove(self, keys: list[str]) -> None:
-        _raise_if_down(self._connected().batch_remove(keys))
+        # forced: a lease a recent read took (ours, when purging a bad object) would block
+        # it; a reader the removal overtakes gets a torn or missing object, i.e. a miss
+        _raise_if_down(self._connected().batch_remove(keys, force=True))
 
     def _clear(self) -> None:
         if self._connected().remove_all() < 0:

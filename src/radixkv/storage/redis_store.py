@@ -10,13 +10,15 @@ missing page at ``get_into``, or take the marker, which reads as absent: a miss 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.config import normalise_ints
 from ..errors import ConfigError, ConfigTypeError
 from .backend import StorageBackend
-from .checks import check_int, check_optional_int, check_seconds, check_text
+from .checks import check_clock, check_int, check_optional_int, check_seconds, check_text
 
 try:  # the `storage` extra
     import redis
@@ -32,9 +34,11 @@ _MAX_PORT = 65535
 class RedisStorageConfig:
     """Where the server is: ``unix_socket`` (a path) if given, else ``host``:``port``.
     ``prefix`` namespaces this fleet's keys in a shared server (``clear()`` drops exactly
-    those). ``timeout_s`` bounds every socket operation and ``retries`` how often one is
-    tried again at once (a pooled connection is stale after a server restart); ``ttl_s``
-    expires pages (``None``: only ``maxmemory`` evicts). ``retry_after_s``: see
+    those). ``timeout_s`` bounds every socket operation (connect, send, read) and
+    ``retries`` how often one that failed on the connection is tried again at once (a
+    pooled connection is stale after a server restart); one that timed out is not tried
+    again, so a stalled server costs a call one ``timeout_s``. ``ttl_s`` expires pages
+    (``None``: only ``maxmemory`` evicts). ``retry_after_s`` and ``clock``: see
     :class:`StorageBackend`. Every field is checked here (a port past 65535 or a ``db``
     that is no int would otherwise be a fault at every call): :class:`ConfigTypeError` for
     a wrong type, :class:`ConfigError` for a bad value."""
@@ -49,6 +53,7 @@ class RedisStorageConfig:
     retries: int = 1
     ttl_s: int | None = None
     retry_after_s: float = 1.0
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         normalise_ints(self)
@@ -63,6 +68,7 @@ class RedisStorageConfig:
         check_optional_int("RedisStorageConfig.ttl_s", self.ttl_s, 1)
         check_seconds("RedisStorageConfig.timeout_s", self.timeout_s, positive=True)
         check_seconds("RedisStorageConfig.retry_after_s", self.retry_after_s, positive=False)
+        check_clock("RedisStorageConfig.clock", self.clock)
         if any(char in self.prefix for char in " *?[]"):
             raise ConfigError("RedisStorageConfig.prefix must be non-empty, without glob chars")
 
@@ -76,14 +82,16 @@ class RedisStorage(StorageBackend):
             raise ConfigTypeError(f"RedisStorage needs a RedisStorageConfig, got {config!r:.80}")
         if redis is None:
             raise ImportError("RedisStorage needs `redis`: pip install 'radixkv[storage]'")
-        super().__init__(config.retry_after_s)
+        super().__init__(config.retry_after_s, config.clock)
         self._config = config
         self._data = f"{config.prefix}:d:"
         self._mark = f"{config.prefix}:m:"
         connection: dict[str, Any] = {
             "db": config.db, "password": config.password, "socket_timeout": config.timeout_s,
             "socket_connect_timeout": config.timeout_s,
-            "retry": Retry(NoBackoff(), config.retries)}
+            # a stale connection is retried at once; a timeout is not (one timeout a call)
+            "retry": Retry(NoBackoff(), config.retries,
+                           supported_errors=(redis.exceptions.ConnectionError,))}
         if config.unix_socket is not None:
             connection["unix_socket_path"] = config.unix_socket
         else:

@@ -24,6 +24,9 @@ class StorageStats:
     put_stored: int
     removed_pages: int
     """Keys that ``remove`` calls reaching the store asked to drop (present or not)."""
+    purged_pages: int
+    """Keys a read found bad (``corrupt``) or gone (``missing``: a marker without its
+    object) and deleted at once, so that no engine reads them again."""
     read_bytes: int
     written_bytes: int
     read_seconds: float
@@ -43,7 +46,7 @@ class StorageCounters:
     def __init__(self) -> None:
         self.exists_calls = self.exists_pages = 0
         self.get_pages = self.get_hits = self.put_pages = self.put_stored = 0
-        self.removed_pages = self.read_bytes = self.written_bytes = 0
+        self.removed_pages = self.purged_pages = self.read_bytes = self.written_bytes = 0
         self.read_seconds = self.write_seconds = self.exists_seconds = 0.0
         self.faults = dict.fromkeys(FAULTS, 0)
 
@@ -55,6 +58,7 @@ class StorageCounters:
             exists_calls=self.exists_calls, exists_pages=self.exists_pages,
             get_pages=self.get_pages, get_hits=self.get_hits, put_pages=self.put_pages,
             put_stored=self.put_stored, removed_pages=self.removed_pages,
+            purged_pages=self.purged_pages,
             read_bytes=self.read_bytes, written_bytes=self.written_bytes,
             read_seconds=self.read_seconds, write_seconds=self.write_seconds,
             exists_seconds=self.exists_seconds, faults=dict(self.faults))

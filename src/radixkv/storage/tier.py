@@ -10,9 +10,8 @@ by the backend, see ``stats().storage``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from concurrent.futures import wait
+from concurrent.futures import Future
 from typing import NamedTuple
 
 import numpy as np
@@ -21,7 +20,7 @@ from ..core.hashing import namespace_seed
 from ..core.keys import Namespace
 from ..core.tiers import PRIMARY
 from ..core.tree import TreeCore
-from ..errors import InvariantError
+from ..errors import InvariantError, StorageTimeoutError
 from ..tiers.host import HostTierController
 from ..tiers.parts import HostSink
 from .config import StorageTier
@@ -29,6 +28,7 @@ from .reads import Prefetch, Read, query_job
 from .restore import best_cut, needed_pages
 from .rows import PageRows
 from .tier_stats import StorageTierStats
+from .waits import wait_until
 from .worker import StorageWorker
 from .write_back import WriteBack
 from .writes import StorageWrites
@@ -104,34 +104,48 @@ class StorageTierController:
         self.counters["prefetches"] += 1
         return record
 
-    def wait_seconds(self) -> float | None:
-        """How long an admission waits for its prefetch under the wait policy."""
-        policy = self.config.wait_policy
+    def wait_seconds(self) -> float:
+        """How long an admission waits for its prefetch under the wait policy (never more
+        than ``wait_timeout_s``)."""
+        policy, config = self.config.wait_policy, self.config
         if policy == "best_effort":
             return 0.0
-        return None if policy == "wait_complete" else float(self.config.timeout_s)
+        return config.wait_timeout_s if policy == "wait_complete" else float(config.timeout_s)
 
-    def take(self, record: Prefetch, timeout: float | None) -> None:
-        """Wait up to ``timeout`` seconds (``None``: until complete) for ``record``, then
-        attach what arrived (the reads still running are dropped: their slots are freed
-        when they end); a prefetch of which nothing usable has arrived by then stays in
-        flight (a later poll or admit takes it)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def take(self, record: Prefetch, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds of the tier's clock (at most ``wait_timeout_s``)
+        for ``record``, then attach what arrived (the reads still running are dropped: their
+        slots are freed when they end); a prefetch of which nothing usable has arrived by
+        then stays in flight (a later poll or admit takes it)."""
+        self._wait_for(record, self._deadline(timeout))
+        self._take_arrived(record, wait_backups=timeout > 0)
+
+    def _deadline(self, seconds: float) -> float:
+        return self.config.clock() + min(seconds, self.config.wait_timeout_s)
+
+    def _wait_for(self, record: Prefetch, deadline: float) -> None:
+        """Advance ``record`` (an answered query starts its reads) until it settled, was
+        dropped, or the tier's clock passed ``deadline``."""
         while record.tag in self.pending:
             self._advance(record)
             running = [future for future in record.futures() if not future.done()]
-            left = None if deadline is None else deadline - time.monotonic()
-            if record.tag not in self.pending or not running or (left is not None and left <= 0):
-                break
-            wait(running, left)
-        if record.tag in self.pending and record.cut is not None:
-            if not record.settled() and self._arrived_cut(record) is None:
-                return  # nothing usable arrived yet: the reads go on for a later request
-            if self._above_backing_up(record):
-                if timeout == 0:
-                    return  # the path's host backup has not landed: a later poll attaches
-                self.host.settle_backups()
-            self._finish(record)
+            if record.tag not in self.pending or not running \
+                    or not wait_until(running, deadline, self.config.clock):
+                return
+
+    def _take_arrived(self, record: Prefetch, wait_backups: bool) -> None:
+        """Attach what arrived of a planned ``record``, unless nothing usable did (or,
+        without ``wait_backups``, the host backup of the path above it is still landing):
+        then it stays in flight for a later poll or admit."""
+        if record.tag not in self.pending or record.cut is None:
+            return
+        if not record.settled() and self._arrived_cut(record) is None:
+            return  # nothing usable arrived yet: the reads go on for a later request
+        if self._above_backing_up(record):
+            if not wait_backups:
+                return  # the path's host backup has not landed: a later poll attaches
+            self.host.settle_backups()
+        self._finish(record)
 
     def _arrived_cut(self, record: Prefetch) -> int | None:
         """Where a restore of what has arrived of ``record`` would end (``None``: nowhere)."""
@@ -140,9 +154,21 @@ class StorageTierController:
         return best_cut(self.components, record.start, record.cut, self.page, arrived)
 
     def complete(self) -> None:
-        """Take every prefetch in flight, waiting for it to complete."""
-        for record in list(self.pending.values()):
-            self.take(record, None)
+        """Take every prefetch in flight once it completed. Raises
+        :class:`StorageTimeoutError` when they do not all complete within
+        ``wait_timeout_s``: none is taken then (what a poll would have started meanwhile
+        was), they stay in flight."""
+        deadline = self._deadline(self.config.wait_timeout_s)
+        records = list(self.pending.values())
+        for record in records:
+            self._wait_for(record, deadline)
+        late = [record.tag for record in records if record.tag in self.pending
+                and (record.cut is None or not record.settled())]
+        if late:
+            raise StorageTimeoutError(f"{len(late)} L3 prefetches not complete within "
+                                      f"wait_timeout_s={self.config.wait_timeout_s:g} s")
+        for record in records:
+            self._take_arrived(record, wait_backups=True)
 
     def _above_backing_up(self, record: Prefetch) -> bool:
         """Whether the host backup of the prefix above the restore is still in flight."""
@@ -156,7 +182,7 @@ class StorageTierController:
             if record.tag in self.pending and record.cut is not None and record.settled() \
                     and not self._above_backing_up(record):
                 self._finish(record)
-        self._drain(block=False)
+        self._drain()
         self.writes.flush()
         self.writes.collect()
         if self.write_back is not None:
@@ -234,13 +260,12 @@ class StorageTierController:
             record.lock = None
         if leftover:
             self.draining.append((record, leftover))
-        self._drain(block=False)
+        self._drain()
 
-    def _drain(self, block: bool) -> None:
+    def _drain(self) -> None:
+        """Free the slots of taken prefetches whose reads ended."""
         still = []
         for record, leftover in self.draining:
-            if block:
-                wait(record.futures())
             if record.settled():
                 self.host.free_host(leftover)
             else:
@@ -283,13 +308,28 @@ class StorageTierController:
 
     def settle(self) -> None:
         """Wait for every job of the I/O thread; prefetches are dropped (their slots freed),
-        writes submitted and counted."""
-        for record in list(self.pending.values()):
-            wait(record.futures())
-            self._drop(record, "cancelled", record.slots)
-        self._drain(block=True)
+        writes submitted and counted. Raises :class:`StorageTimeoutError` when that I/O
+        does not end within ``wait_timeout_s``: nothing is dropped then (queued writes
+        were submitted, as a poll does), so the call can be retried."""
+        deadline = self._deadline(self.config.wait_timeout_s)
+        self._wait_all(deadline)
         self.writes.flush()
+        self._wait_all(deadline)
+        for record in list(self.pending.values()):
+            self._drop(record, "cancelled", record.slots)
+        self._drain()
         self.writes.collect(block=True)
+
+    def _wait_all(self, deadline: float) -> None:
+        """Wait for every job submitted to the I/O thread, or raise
+        :class:`StorageTimeoutError` once the tier's clock passed ``deadline``."""
+        futures: list[Future[object]] = [f for r in self.pending.values() for f in r.futures()]
+        futures += [f for record, _slots in self.draining for f in record.futures()]
+        futures += self.writes.futures()
+        if not wait_until(futures, deadline, self.config.clock):
+            raise StorageTimeoutError(
+                f"the store's I/O did not end within wait_timeout_s="
+                f"{self.config.wait_timeout_s:g} s (a stalled store): it stays in flight")
 
     def reset(self) -> None:
         """Settle, then forget (the caller resets the tree and the host pools)."""

@@ -65,9 +65,10 @@ class StorageWorker:
         return self._backend.stats()
 
     def close(self) -> None:
-        """Run what was submitted, stop the thread, close the backend; idempotent."""
+        """Run what was submitted, stop the thread, close the backend (what its ``close``
+        raises is a counted fault); idempotent."""
         self._pool.shutdown(wait=True)
-        self._backend.close()
+        self._backend.shutdown()
 
     def __enter__(self) -> StorageWorker:
         return self

@@ -122,6 +122,10 @@ class StorageWrites:
             self.puts.append(_Put(self.worker.put_from(keys, rows), spans,
                                   [item[2] for item in items]))
 
+    def futures(self) -> list[Future[object]]:
+        """The puts still on the I/O thread, or done and not counted yet."""
+        return [put.future for put in self.puts]  # type: ignore[misc]
+
     def collect(self, block: bool = False) -> None:
         """Count the puts that landed (all of them with ``block``) and queue the events of
         the nodes whose every page was stored."""
