@@ -82,8 +82,8 @@ SKIPS: tuple[Skip, ...] = (
 
 SERVERS: tuple[Server, ...] = (
     Server("redis-server"),
-    # Mooncake 0.3.13.post1 ignores --http_metadata_server_host, and a segment holder's
-    # transfer engine listens everywhere on ports it picks (storage.md says both)
+    # Mooncake 0.3.13.post1 ignores --http_metadata_server_host, and a segment holder
+    # listens everywhere on ports it picks itself (storage.md says both)
     Server("mooncake_master", everywhere=("--http_metadata_server_port",)),
     Server("mooncake_client", own_ports_everywhere=True),
     Server("python -m dynamo.indexer", everywhere=("--port",)),  # 1.6.1: no option (events.md)
