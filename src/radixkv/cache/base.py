@@ -57,6 +57,20 @@ class _Owner:
         return self
 
 
+class CopyAcks:
+    """The cache's :class:`~radixkv.tiers.parts.CopyListener`, handed to the host tier at
+    construction: a part of its own, so that the cache's public surface stays the request
+    API. The host tier calls it alone."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, cache: CacheBase) -> None:
+        self._cache = cache
+
+    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
+        self._cache._copy_reported(record, ok)
+
+
 class CacheBase:
     """Pools, tree, leases and counters of a cache; see :class:`~radixkv.PrefixCache`."""
 
@@ -107,7 +121,8 @@ class CacheBase:
         """Per component, prompt tokens held structurally that it made unusable."""
         self.explain = config.lost_hits
         self.detached = [DetachedSlots(pool.num_pages, pool.page_size) for pool in self.pools.pools]
-        tiers = build_tiers(config, self.tree, self.pools, copy_engine, storage, self)
+        tiers = build_tiers(config, self.tree, self.pools, copy_engine, storage,
+                            CopyAcks(self))
         self.host = tiers.host
         """The host tier, when the configuration has one."""
         self.storage: StorageTierController | None = tiers.storage
@@ -209,8 +224,8 @@ class CacheBase:
             return 0
         return self.tree.host_match(key, space).length - found.length
 
-    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
-        """See :meth:`LoadBack.copy_reported`."""
+    def _copy_reported(self, record: CopyRecord, ok: bool) -> None:
+        """See :meth:`LoadBack._copy_reported`."""
 
     def _after_insert(self, node: Node | None) -> None:
         """Let the host tier's write policy see the nodes an insert stored or ran through

@@ -17,8 +17,8 @@ from .lease import Lease, LeaseState
 class LoadBack(CacheBase):
     """The load-back half of admit, and the readiness check of running leases."""
 
-    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
-        """The host tier's :class:`~radixkv.tiers.host.CopyListener`, called by it alone: a
+    def _copy_reported(self, record: CopyRecord, ok: bool) -> None:
+        """What the host tier tells the cache's :class:`~.base.CopyAcks`: a
         batch is about to be applied; a lease waiting for it is ready once it waits for
         nothing more, and fails (its slots freed, its lock released) if the copy failed."""
         for lease in self._waiting.pop(record.ticket, ()):
