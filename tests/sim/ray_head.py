@@ -86,9 +86,11 @@ class RayHead:
 
 
 def session_members(session: int) -> list[int]:
-    """The live processes of a session (zombies are dead already), from /proc."""
-    members = []
-    for entry in Path("/proc").iterdir():
+    """The live processes of a session (zombies are dead already), from /proc (none where
+    there is no /proc: the process group was all there was to signal)."""
+    members: list[int] = []
+    proc = Path("/proc")
+    for entry in proc.iterdir() if proc.is_dir() else ():
         if not entry.name.isdigit():
             continue
         try:
