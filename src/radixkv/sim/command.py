@@ -32,6 +32,26 @@ def capacity_option(text: str) -> str:
     return text
 
 
+def split_address(text: str) -> tuple[str, int]:
+    """A Ray cluster's address, ``HOST:PORT`` (``[::1]:6379`` for IPv6), as host and port;
+    raises ``ValueError`` naming what is wrong."""
+    host, sep, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"a Ray address is HOST:PORT (as `ray start --head` prints it), "
+                         f"got {text!r}")
+    return host, int(port)
+
+
+def ray_address(text: str) -> str:
+    """argparse type of ``--ray``: checked as the options are parsed, kept as text."""
+    try:
+        split_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def block_option(text: str) -> int:
     """argparse type of ``--block``: 1 to :data:`~radixkv.sim.sizes.MAX_BLOCK` tokens."""
     value = _positive(text)
@@ -122,9 +142,14 @@ def _setup_options(parser: argparse.ArgumentParser, default_capacity: list[str],
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     out.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar on stderr (none: only on a terminal)")
-    out.add_argument("--jobs", type=_positive, default=None, metavar="N",
-                     help="runs at once, each in its own process (default: one per CPU this "
-                     "process may use; 1: one after another in this process)")
+    where = out.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                       help="runs at once, each in its own process (default: one per CPU this "
+                       "process may use; 1: one after another in this process)")
+    where.add_argument("--ray", type=ray_address, default=None, metavar="HOST:PORT",
+                       help="run each run as a task on the Ray cluster at this address (as "
+                       "`ray start --head` prints it; needs radixkv[ray] here and radixkv on "
+                       "every node)")
 
 
 def add_speed(parser: argparse.ArgumentParser) -> None:
@@ -149,11 +174,12 @@ def run(args: argparse.Namespace) -> int:
     if too_big is not None:
         print(f"radixkv sim: error: {too_big}", file=sys.stderr)
         return 2
+    from .parallel import RunFailed
     from .runs import execute
 
     try:
         return execute(args)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RunFailed) as exc:
         print(f"radixkv sim: error: {exc}", file=sys.stderr)
         return 1
 

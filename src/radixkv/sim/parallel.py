@@ -9,6 +9,7 @@ simulates the runs it is handed and sends back only what the report needs (the s
 TTFT values and the per-request table). Results come back in plan order, so the printed
 summaries and the report are what one job gives; a progress bar counts the requests of
 every run. Each process, this one with one job, holds one simulation (one cache) at a time.
+With a Ray cluster's address instead, every run is a task there (:mod:`radixkv.sim.ray_runs`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,16 +55,28 @@ def default_jobs() -> int:
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
+class RunFailed(Exception):
+    """A run failed where its traceback is not this process's (a Ray task); the message
+    names the run and what it raised."""
+
+
 def run_plan(requests: list[SimRequest], plan: Sequence[PlannedRun], jobs: int,
-             bar: ProgressBar) -> Iterator[tuple[PlannedRun, RunOutput]]:
+             bar: ProgressBar, ray: str | None = None) -> Iterator[tuple[PlannedRun, RunOutput]]:
     """Simulate every run of ``plan``; yield each with its output, in plan order. ``jobs``:
-    at most this many runs at once (each in its own process when more than one). Stopping
-    early (closing the iterator) stops the worker processes."""
+    at most this many runs at once (each in its own process when more than one). ``ray``:
+    a Ray cluster's address (``HOST:PORT``; ``jobs`` is then unused): each run is a task
+    there, and the outputs are what the local paths give. Stopping early (closing the
+    iterator) stops the worker processes (the Ray tasks). Raises ``ValueError`` when Ray
+    is missing or the cluster cannot be reached, :class:`RunFailed` when a Ray task fails;
+    a local run's own exception otherwise."""
     try:
-        if jobs <= 1 or len(plan) <= 1:
+        if ray is not None:
+            with closing(_ray_runner()(requests, plan, ray, bar)) as remote:
+                yield from zip(plan, remote, strict=True)
+        elif jobs <= 1 or len(plan) <= 1:
             for number, run in enumerate(plan, 1):
                 bar.prefix = f"run {number}/{len(plan)}"
-                output = _simulate(requests, run, bar.update)
+                output = simulate_run(requests, run, bar.update)
                 bar.close()
                 yield run, output
         else:
@@ -72,8 +86,22 @@ def run_plan(requests: list[SimRequest], plan: Sequence[PlannedRun], jobs: int,
         bar.close()  # an error message starts on a line of its own
 
 
-def _simulate(requests: list[SimRequest], run: PlannedRun,
-              progress: Progress | None) -> RunOutput:
+def _ray_runner() -> Callable[[list[SimRequest], Sequence[PlannedRun], str, ProgressBar],
+                              Generator[RunOutput, None, None]]:
+    """:func:`radixkv.sim.ray_runs.run_on_ray`, imported only when asked for (Ray is an
+    extra, and heavy to import)."""
+    try:
+        from .ray_runs import run_on_ray
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != "ray":
+            raise
+        raise ValueError("--ray needs Ray on this machine, the cluster's version: "
+                         "pip install 'radixkv[ray]'") from None
+    return run_on_ray
+
+
+def simulate_run(requests: list[SimRequest], run: PlannedRun,
+                 progress: Progress | None) -> RunOutput:
     """One run, reduced to what the report keeps. Its engines and cache are freed before
     it returns: the tree's nodes form cycles, which only a collection frees, and a full
     collection can wait for many runs (each holding its whole cache) in one process."""
@@ -125,4 +153,4 @@ def _run_in_worker(index: int) -> RunOutput:
     def progress(finished: int, total: int) -> None:
         done[index] = finished
 
-    return _simulate(_worker["requests"], _worker["plan"][index], progress)
+    return simulate_run(_worker["requests"], _worker["plan"][index], progress)

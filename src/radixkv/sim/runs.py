@@ -113,7 +113,7 @@ def execute(args: argparse.Namespace) -> int:
     heading = _heading(name, requests, bounds)
     print("\n".join(heading), flush=True)
     started = time.perf_counter()
-    for run, output in run_plan(requests, plan, jobs, ProgressBar(args.progress)):
+    for run, output in run_plan(requests, plan, jobs, ProgressBar(args.progress), args.ray):
         output.report["reuse_bound"] = bounds[run.shape.page_size]
         reports.append(output.report)
         ttfts.append((run.label, output.ttft))
@@ -121,9 +121,10 @@ def execute(args: argparse.Namespace) -> int:
         print(render(output.report), flush=True)
     if len(reports) > 1:
         print(render_table(reports))
-        workers = min(jobs, len(plan))
+        where = f"{min(jobs, len(plan))} at a time" if args.ray is None \
+            else f"as tasks on the Ray cluster at {args.ray}"
         print(f"{len(plan)} runs in {time.perf_counter() - started:.1f} s of wall time "
-              f"({workers} at a time)")
+              f"({where})")
     document = {"workload": name, "reuse_bound": list(bounds.values()), "runs": reports,
                 "requests": rows}
     written = write(args.out, Outputs(document, ttfts, heading), plots=not args.no_plots)
