@@ -50,6 +50,8 @@ class Server:
 
 
 _INDEX = "a package index: `make test` installs the dev extras, which include this one"
+_RAY = ("needs a Ray cluster: tests/sim/test_ray.py runs a sweep with --ray on a loopback "
+        "Ray head it starts")
 _SGLANG = "needs SGLang in its 7 GB venv (`make engines-sglang`)"
 
 SKIPS: tuple[Skip, ...] = (
@@ -60,6 +62,7 @@ SKIPS: tuple[Skip, ...] = (
     Skip("README.md", "radixkv bench ops --workload short", "a benchmark of minutes"),
     Skip("README.md", "make bench-peers", "builds a 6 GB SGLang venv from a package index"),
     Skip("README.md", "radixkv bench scale", "a benchmark of minutes (trees up to 1M nodes)"),
+    Skip("README.md", "radixkv sim sweep --capacity 100K 1M --ray", _RAY),
     Skip("docs/events.md", "pip install 'radixkv[events]'", _INDEX),
     Skip("docs/events.md", "pip install ai-dynamo-runtime", _INDEX),
     Skip("docs/metrics.md", "pip install 'radixkv[metrics]'", _INDEX),
