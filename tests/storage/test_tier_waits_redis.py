@@ -27,6 +27,11 @@ from .fault_support import (
 from .redis_tier import RETRY, on, written_to
 from .servers import RedisServer, missing
 
+LOADED_BOUND_S = 10.0
+"""The upper bound on a wait that should not wait for the paused store: far below the 60 s
+a wait for it would take (StorageTier.wait_timeout_s), far above what a loaded machine adds
+(the lower bounds, a policy's own timeout, hold on any machine)."""
+
 pytestmark = pytest.mark.skipif(missing("redis-server") is not None,
                                 reason=str(missing("redis-server")))
 
@@ -39,7 +44,7 @@ def test_best_effort_admits_at_once_while_the_store_is_paused(own_redis: RedisSe
     try:
         started = time.monotonic()
         lease = admitted(second, PROMPTS[0])
-        assert time.monotonic() - started < 0.25 and lease.cached_length == 0
+        assert time.monotonic() - started < LOADED_BOUND_S and lease.cached_length == 0
         assert tier(second).prefetches_in_flight == 1
         finished(second, lease, PROMPTS[0])
     finally:
@@ -79,7 +84,7 @@ def test_timeout_admits_after_timeout_s_and_keeps_the_late_reads_in_flight(
     try:
         started = time.monotonic()
         lease = admitted(second, PROMPTS[0])
-        assert 0.4 <= time.monotonic() - started < 1.5 and lease.cached_length == 0
+        assert 0.4 <= time.monotonic() - started < LOADED_BOUND_S and lease.cached_length == 0
         storage = second.cache.storage
         # nothing arrived: the reads (16 host slots) stay in flight for a later request
         assert storage is not None and not storage.draining
@@ -109,7 +114,7 @@ def test_timeout_admits_with_what_arrived_before_the_store_paused(
     try:
         started = time.monotonic()
         lease = admitted(second, PROMPTS[0])  # asks L3 for the other 8 pages: no answer
-        assert 0.4 <= time.monotonic() - started < 1.5 and lease.cached_length == 32
+        assert 0.4 <= time.monotonic() - started < LOADED_BOUND_S and lease.cached_length == 32
         finished(second, lease, PROMPTS[0])
     finally:
         own_redis.process.signal(signal.SIGCONT)
@@ -130,7 +135,7 @@ def test_timeout_leaves_an_unanswered_query_in_flight_for_a_later_request(
     try:
         started = time.monotonic()
         lease = admitted(second, PROMPTS[0])
-        assert 0.4 <= time.monotonic() - started < 1.5 and lease.cached_length == 0
+        assert 0.4 <= time.monotonic() - started < LOADED_BOUND_S and lease.cached_length == 0
         assert tier(second).prefetches_in_flight == 1
         second.cache.abort(lease)  # the request went away; its prefetch did not
         second.audited()
