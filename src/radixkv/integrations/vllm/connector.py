@@ -1,0 +1,132 @@
+"""``RadixKVConnector``: the ``KVConnectorBase_V1`` vLLM 0.32 loads by name.
+
+::
+
+    --kv-transfer-config '{"kv_connector": "RadixKVConnector", "kv_role": "kv_both",
+      "kv_connector_module_path": "radixkv.integrations.vllm.connector"}'
+
+vLLM builds it twice: in the scheduler (role ``SCHEDULER``), where it holds the radixkv
+:class:`~radixkv.PrefixCache` (:class:`~.scheduler.SchedulerSide`), and in each worker
+(role ``WORKER``), where it holds the row buffer (:class:`~.worker.WorkerSide`). The two
+talk only through each step's metadata, a :class:`~.plan.StepPlan`: the rows the tree hands
+out are indices into every worker's buffer alike.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from vllm.distributed.kv_transfer.kv_connector.v1.base import (  # type: ignore[import-not-found, unused-ignore]
+    KVConnectorBase_V1,
+    KVConnectorMetadata,
+    KVConnectorRole,
+)
+
+from radixkv import CacheConfig, PrefixCache
+from radixkv.integrations.vllm import NEGATIVE_CONTROL_ENV
+from radixkv.integrations.vllm.plan import StepPlan
+from radixkv.integrations.vllm.scheduler import SchedulerSide
+from radixkv.integrations.vllm.settings import ConnectorSettings
+from radixkv.integrations.vllm.support import UnsupportedConfiguration, check_supported
+from radixkv.integrations.vllm.worker import WorkerSide
+
+__all__ = ["RadixKVConnector", "RadixKVMetadata"]
+
+
+class RadixKVMetadata(KVConnectorMetadata):  # type: ignore[misc, unused-ignore]
+    """One step's plan, from the scheduler side to every worker."""
+
+    def __init__(self, plan: StepPlan) -> None:
+        self.plan = plan
+
+
+class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
+    """radixkv as vLLM's prefix cache, through the KV connector interface."""
+
+    def __init__(self, vllm_config: Any, role: Any, kv_cache_config: Any) -> None:
+        super().__init__(vllm_config, role, kv_cache_config)
+        check_supported(vllm_config, kv_cache_config)
+        block_size = int(kv_cache_config.kv_cache_groups[0].kv_cache_spec.block_size)
+        settings = ConnectorSettings.from_extra(
+            self._kv_transfer_config.kv_connector_extra_config, block_size,
+            int(kv_cache_config.num_blocks) * block_size)
+        self.settings = settings
+        self.scheduler: SchedulerSide | None = None
+        self.worker: WorkerSide | None = None
+        if role == KVConnectorRole.SCHEDULER:
+            cache = PrefixCache(CacheConfig(capacity=settings.capacity,
+                                            page_size=settings.page_size,
+                                            policy=settings.policy))
+            self.scheduler = SchedulerSide(cache, block_size,
+                                           negative_control=_negative_control())
+        else:
+            self.worker = WorkerSide(settings.capacity, block_size)
+
+    # ------------------------------------------------------------------ scheduler side
+
+    def _side(self) -> SchedulerSide:
+        if self.scheduler is None:
+            raise RuntimeError("radixkv: a scheduler call on the worker's connector")
+        return self.scheduler
+
+    def get_num_new_matched_tokens(self, request: Any, num_computed_tokens: int
+                                   ) -> tuple[int, bool]:
+        return self._side().matched(request, int(num_computed_tokens)), False
+
+    def update_state_after_alloc(self, request: Any, blocks: Any,
+                                 num_external_tokens: int) -> None:
+        block_ids = blocks.get_block_ids()[0] if num_external_tokens else ()
+        self._side().allocated(request, int(num_external_tokens), block_ids)
+
+    def build_connector_meta(self, scheduler_output: Any) -> RadixKVMetadata:
+        state = scheduler_output.kv_connector_block_state
+        if state is None:
+            raise RuntimeError("radixkv: vLLM gave no block state to build a step's plan")
+        plan = self._side().step(scheduler_output.num_scheduled_tokens,
+                                 lambda request_id: state.get_block_ids(request_id)[0],
+                                 scheduler_output.preempted_req_ids or ())
+        return RadixKVMetadata(plan)
+
+    def request_finished(self, request: Any, block_ids: Any) -> tuple[bool, None]:
+        self._side().finished(request.request_id)
+        return False, None
+
+    def reset_cache(self) -> bool | None:
+        return None if self.scheduler is None else self.scheduler.reset()
+
+    # ------------------------------------------------------------------ worker side
+
+    def _worker(self) -> WorkerSide:
+        if self.worker is None:
+            raise RuntimeError("radixkv: a worker call on the scheduler's connector")
+        return self.worker
+
+    def register_kv_caches(self, kv_caches: dict[str, Any]) -> None:
+        self._worker().register(kv_caches)
+
+    def start_load_kv(self, forward_context: Any, **kwargs: Any) -> None:
+        self._worker().load(self._plan())
+
+    def wait_for_layer_load(self, layer_name: str) -> None:
+        return  # start_load_kv's copies are done when it returns
+
+    def save_kv_layer(self, layer_name: str, kv_layer: Any, attn_metadata: Any,
+                      **kwargs: Any) -> None:
+        return  # every layer's rows are saved at once, in wait_for_save
+
+    def wait_for_save(self) -> None:
+        self._worker().save(self._plan())
+
+    def _plan(self) -> StepPlan:
+        metadata = self._get_connector_metadata()
+        if not isinstance(metadata, RadixKVMetadata):
+            raise RuntimeError(f"radixkv: unexpected connector metadata {type(metadata)}")
+        return metadata.plan
+
+
+def _negative_control() -> bool:
+    value = os.environ.get(NEGATIVE_CONTROL_ENV, "")
+    if value not in ("", "0", "1"):
+        raise UnsupportedConfiguration(f"{NEGATIVE_CONTROL_ENV}={value!r}: 0 or 1")
+    return value == "1"
