@@ -13,11 +13,12 @@ KV cache and its allocator. The connector's rows live in a buffer beside vLLM's 
 Modules: ``settings`` (``kv_connector_extra_config``), ``support`` (configurations refused
 at construction), ``keys`` (a request's tokens and namespace), ``plan`` (what one step
 loads and saves), ``scheduler`` (the scheduler side: leases, matches, the step's plan),
-``rows`` (KV rows between vLLM's paged CPU KV cache and the row buffer), ``worker`` (the
-worker side), ``connector`` (the ``KVConnectorBase_V1`` subclass vLLM loads).
+``rows`` (KV rows between a paged KV cache of any block layout and the row buffer),
+``cpu_layout`` (vLLM's CPU attention cache, its layout probed with vLLM's own KV write),
+``worker`` (the worker side), ``connector`` (the ``KVConnectorBase_V1`` subclass vLLM loads).
 
-Importing this package imports neither vLLM nor torch; ``rows``, ``worker`` and
-``connector`` do.
+Importing this package imports neither vLLM nor torch; ``rows``, ``cpu_layout``, ``worker``
+and ``connector`` do.
 
 Negative control (tests only): ``RADIXKV_VLLM_NEGATIVE_CONTROL=1`` in the engine's
 environment, read once when the connector is built, makes every load write the request's

@@ -15,6 +15,7 @@ out are indices into every worker's buffer alike.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (  # type: ignore[import-not-found, unused-ignore]
@@ -25,6 +26,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (  # type: ignore[
 
 from radixkv import CacheConfig, PrefixCache
 from radixkv.integrations.vllm import NEGATIVE_CONTROL_ENV
+from radixkv.integrations.vllm.cpu_layout import cpu_paged_kv
 from radixkv.integrations.vllm.plan import StepPlan
 from radixkv.integrations.vllm.scheduler import SchedulerSide
 from radixkv.integrations.vllm.settings import ConnectorSettings
@@ -54,6 +56,8 @@ class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
         self.settings = settings
         self.scheduler: SchedulerSide | None = None
         self.worker: WorkerSide | None = None
+        self.scheduler_seconds = 0.0
+        """Time spent in the scheduler-side calls (``time.perf_counter``)."""
         if role == KVConnectorRole.SCHEDULER:
             cache = PrefixCache(CacheConfig(capacity=settings.capacity,
                                             page_size=settings.page_size,
@@ -61,7 +65,9 @@ class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
             self.scheduler = SchedulerSide(cache, block_size,
                                            negative_control=_negative_control())
         else:
-            self.worker = WorkerSide(settings.capacity, block_size)
+            layers = vllm_config.compilation_config.static_forward_context
+            self.worker = WorkerSide(settings.capacity,
+                                     lambda caches: cpu_paged_kv(caches, layers, block_size))
 
     # ------------------------------------------------------------------ scheduler side
 
@@ -72,24 +78,33 @@ class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
 
     def get_num_new_matched_tokens(self, request: Any, num_computed_tokens: int
                                    ) -> tuple[int, bool]:
-        return self._side().matched(request, int(num_computed_tokens)), False
+        start = time.perf_counter()
+        matched = self._side().matched(request, int(num_computed_tokens))
+        self.scheduler_seconds += time.perf_counter() - start
+        return matched, False
 
     def update_state_after_alloc(self, request: Any, blocks: Any,
                                  num_external_tokens: int) -> None:
+        start = time.perf_counter()
         block_ids = blocks.get_block_ids()[0] if num_external_tokens else ()
         self._side().allocated(request, int(num_external_tokens), block_ids)
+        self.scheduler_seconds += time.perf_counter() - start
 
     def build_connector_meta(self, scheduler_output: Any) -> RadixKVMetadata:
+        start = time.perf_counter()
         state = scheduler_output.kv_connector_block_state
         if state is None:
             raise RuntimeError("radixkv: vLLM gave no block state to build a step's plan")
         plan = self._side().step(scheduler_output.num_scheduled_tokens,
                                  lambda request_id: state.get_block_ids(request_id)[0],
                                  scheduler_output.preempted_req_ids or ())
+        self.scheduler_seconds += time.perf_counter() - start
         return RadixKVMetadata(plan)
 
     def request_finished(self, request: Any, block_ids: Any) -> tuple[bool, None]:
+        start = time.perf_counter()
         self._side().finished(request.request_id)
+        self.scheduler_seconds += time.perf_counter() - start
         return False, None
 
     def reset_cache(self) -> bool | None:

@@ -69,9 +69,11 @@ class SchedulerSide:
         self.negative_control = negative_control
         self._requests: dict[str, _Tracked] = {}
         self._asked: dict[str, int] = {}  # request id -> vLLM's own computed tokens
-        self.counters = {"loaded_tokens": 0, "saved_tokens": 0, "unsaved_tokens": 0}
+        self.counters = {"loaded_tokens": 0, "saved_tokens": 0, "unsaved_tokens": 0,
+                         "preempted": 0, "steps": 0}
         """``loaded_tokens``: reused (planned loads); ``saved_tokens``: rows planned to be
-        written; ``unsaved_tokens``: tokens a step could not save for want of rows."""
+        written; ``unsaved_tokens``: tokens a step could not save for want of rows;
+        ``preempted``: preemptions vLLM reported; ``steps``: plans built."""
 
     def matched(self, request: Any, computed: int) -> int:
         """Tokens beyond ``computed`` (what vLLM's own prefix cache holds) that radixkv holds
@@ -123,7 +125,9 @@ class SchedulerSide:
         computes (from each request's ``num_computed_tokens``, not yet advanced),
         ``block_ids_of`` gives a scheduled request's block table, ``preempted`` lists
         requests vLLM preempted since the last step (their leases end)."""
+        self.counters["steps"] += 1
         for request_id in preempted:
+            self.counters["preempted"] += 1
             if request_id not in scheduled:
                 self.finished(request_id)
         loads, saves = [], []

@@ -1,5 +1,5 @@
 """The connector's worker side: applies each step's plan between vLLM's KV cache and the
-row buffer it owns (``rows`` rows of :class:`~.rows.CPUPagedKV`'s row shape).
+row buffer it owns (``rows`` rows of a :class:`~.rows.PagedKV`'s row shape).
 
 Loads run before the step's forward (``start_load_kv``), saves after it (``wait_for_save``),
 both synchronously: by the time vLLM frees a finished request's blocks or schedules the next
@@ -9,25 +9,26 @@ step, this step's rows are written.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import torch  # type: ignore[import-not-found, unused-ignore]
 
 from radixkv.integrations.vllm.plan import StepPlan, Transfer
-from radixkv.integrations.vllm.rows import CPUPagedKV
+from radixkv.integrations.vllm.rows import PagedKV
 
 __all__ = ["WorkerSide"]
 
 
 class WorkerSide:
-    """The row buffer of ``rows`` rows and the copies into and out of vLLM's KV cache."""
+    """The row buffer of ``rows`` rows and the copies into and out of vLLM's KV cache, seen
+    through the :class:`~.rows.PagedKV` that ``paged_kv`` makes of vLLM's KV caches."""
 
-    def __init__(self, rows: int, block_size: int) -> None:
+    def __init__(self, rows: int, paged_kv: Callable[[Mapping[str, Any]], PagedKV]) -> None:
         self.rows = rows
-        self.block_size = block_size
-        self.kv: CPUPagedKV | None = None
+        self._paged_kv = paged_kv
+        self.kv: PagedKV | None = None
         self.buffer: Any = None
         self.counters = {"loaded_rows": 0, "saved_rows": 0, "steps": 0}
         self.seconds = {"load": 0.0, "save": 0.0}
@@ -35,8 +36,8 @@ class WorkerSide:
 
     def register(self, kv_caches: Mapping[str, Any]) -> None:
         """Take vLLM's per-layer KV caches (in model order) and allocate the row buffer.
-        Raises ``ValueError`` for a layout :class:`CPUPagedKV` does not know."""
-        self.kv = CPUPagedKV(list(kv_caches.values()), self.block_size)
+        Raises ``ValueError`` for caches ``paged_kv`` does not support."""
+        self.kv = self._paged_kv(kv_caches)
         self.buffer = torch.zeros((self.rows, *self.kv.row_shape), dtype=self.kv.dtype)
 
     def load(self, plan: StepPlan) -> None:
@@ -58,7 +59,7 @@ class WorkerSide:
             self.counters["saved_rows"] += len(rows)
             self.seconds["save"] += time.perf_counter() - start
 
-    def _parts(self, transfer: Transfer) -> tuple[CPUPagedKV, Any, Any]:
+    def _parts(self, transfer: Transfer) -> tuple[PagedKV, Any, Any]:
         if self.kv is None:
             raise RuntimeError("radixkv: a KV copy before vLLM registered its KV caches")
         rows = torch.from_numpy(np.ascontiguousarray(transfer.rows, dtype=np.int64))
