@@ -2,9 +2,9 @@
 costs 10-40 s here): the multi-turn workload of ``tests/engines/workload.py`` on vLLM 0.32
 with and without radixkv's connector.
 
-Every connector run has vLLM's own prefix caching off, so every reused token came from
-radixkv. The KV capacity is vLLM's (``num_gpu_blocks_override`` blocks of 32 tokens), and
-radixkv's row buffer has the same number of tokens unless ``capacity_tokens`` says otherwise.
+Every connector run but ``radixkv_beside_vllm`` has vLLM's own prefix caching off, so every
+reused token came from radixkv. The KV capacity is vLLM's (``num_gpu_blocks_override``
+blocks of 32 tokens), and radixkv's row buffer has as many tokens.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ RUNS: dict[str, dict[str, Any]] = {
     "radixkv_small": {"radixkv": True, **SMALL},
     "radixkv_medium": {"radixkv": True, **MEDIUM},
     "radixkv_negative": {"radixkv": True, "env": {NEGATIVE_CONTROL_ENV: "1"}},
+    "radixkv_beside_vllm": {"radixkv": True, "enable_prefix_caching": True, **SMALL},
     "vllm_small": {"enable_prefix_caching": True, **SMALL},
     "vllm_medium": {"enable_prefix_caching": True, **MEDIUM},
 }

@@ -6,6 +6,8 @@ vLLM's own prefix caching off, against the same engine without a connector (``ru
   tokens of KV (queueing, preemption, eviction). radixkv's cache is audited after every batch.
 - Every reused token came from radixkv: vLLM reports as cached exactly the tokens the
   connector loaded (on first admissions), and the worker copied every row planned.
+- Beside vLLM's own prefix cache (192 tokens of KV), still exact, radixkv loading what vLLM's
+  cache no longer holds.
 - Negative control: with ``RADIXKV_VLLM_NEGATIVE_CONTROL=1`` every load writes the request's
   first reused row into every reused position; the outputs must then differ.
 """
@@ -77,6 +79,15 @@ def test_small_kv_made_radixkv_evict_and_vllm_preempt(vllm_run: Runner) -> None:
     _, medium = vllm_run("radixkv_medium")
     assert small["evicted_tokens"] > 0 and medium["evicted_tokens"] > 0
     assert small["counters"]["preempted"] + medium["counters"]["preempted"] > 0
+
+
+def test_radixkv_beside_vllms_own_prefix_cache_is_exact_and_loads_what_vllm_lacks(
+        vllm_run: Runner) -> None:
+    reference, _ = vllm_run("none")
+    run, stats = vllm_run("radixkv_beside_vllm")
+    assert_same(results(reference), results(run), "radixkv beside vLLM's cache")
+    assert stats["vllm_prefix_caching"]
+    assert stats["counters"]["loaded_tokens"] > 0  # beyond what vLLM's own cache held
 
 
 def test_negative_control_wrong_loaded_rows_change_the_outputs(vllm_run: Runner) -> None:

@@ -4,7 +4,8 @@ that is a checkable function of each token's prefix (no vLLM, no torch).
 Each step follows vLLM 0.32's order: running requests first (a decode token or the next
 prefill chunk; a request that finds no free block preempts the newest running one, whose
 blocks are freed and whose computed count drops to 0), then, in a step without preemption,
-waiting requests (``matched`` -> blocks -> ``allocated``); then ``step`` builds the plan; the
+waiting requests (``matched`` -> blocks -> ``allocated``; a request ``matched`` answers
+``None`` for waits, first in line, until the next step); then ``step`` builds the plan; the
 worker loads, runs the "forward" and saves; then computed counts advance, a request that
 computed all its tokens samples one, and one with all its outputs finishes.
 
@@ -63,6 +64,7 @@ class FakeEngine:
         self.mismatches = 0
         self.cached: dict[str, int] = {}  # request id -> tokens loaded at admission
         self.preemptions = 0
+        self.deferred = 0
 
     def add(self, *requests: FakeRequest) -> None:
         self.waiting.extend(requests)
@@ -108,20 +110,25 @@ class FakeEngine:
         return preempted
 
     def _schedule_waiting(self, scheduled: dict[str, int], budget: int) -> None:
+        skipped: list[FakeRequest] = []
         while self.waiting and budget > 0:
-            request = self.waiting[0]
+            request = self.waiting.pop(0)
             external = self.side.matched(request, 0)
+            if external is None:  # ask again next step, first in line
+                skipped.append(request)
+                self.deferred += 1
+                continue
             count = min(len(request.all_token_ids) - external, budget)
-            self.blocks.setdefault(request.request_id, [])
             if not self._grow(request, external + count):
-                return
+                self.waiting.insert(0, request)
+                break
             self.side.allocated(request, external, self.blocks[request.request_id])
             self.cached.setdefault(request.request_id, external)
             request.num_computed_tokens = external
-            self.waiting.pop(0)
             self.running.append(request)
             scheduled[request.request_id] = count
             budget -= count
+        self.waiting[:0] = skipped
 
     def _grow(self, request: FakeRequest, tokens: int) -> bool:
         table = self.blocks.setdefault(request.request_id, [])

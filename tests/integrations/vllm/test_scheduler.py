@@ -76,17 +76,28 @@ def test_a_chunk_is_matchable_from_the_step_after_the_one_that_computed_it() -> 
     drained(fake)
 
 
-def test_identical_prompts_in_one_step_write_each_row_once() -> None:
+def test_a_request_sharing_pages_with_one_admitted_in_its_step_waits_and_loads_them() -> None:
     fake = engine()
     same = prompt(1, 24)
-    fake.add(FakeRequest("a", same), FakeRequest("b", same))
+    fake.add(FakeRequest("a", same), FakeRequest("b", [*same, 9]), FakeRequest("c", prompt(2, 8)))
     fake.step()
-    plan_rows = fake.side.counters["saved_tokens"]
-    assert plan_rows == 24 + 0  # "b" found "a"'s pages in the tree at its first commit
+    assert {r.request_id for r in fake.running} == {"a", "c"}  # "b" waits, "c" goes ahead
+    assert fake.side.counters["deferred"] == 1
     fake.run()
-    fake.add(FakeRequest("c", [*same, 9]))
-    fake.run()
-    assert fake.cached["c"] == 24
+    assert fake.cached["b"] == 24
+    drained(fake)
+
+
+def test_pages_two_requests_compute_in_one_step_are_written_once() -> None:
+    fake = engine(budget=16)  # "a" prefills 40 tokens in chunks of 16
+    shared = prompt(1, 40)
+    fake.add(FakeRequest("a", shared, max_tokens=1))
+    fake.step()
+    fake.add(FakeRequest("b", [*shared, 5], max_tokens=1))
+    fake.run()  # "b" loads "a"'s first 32, then both compute tokens 32-39 in one step
+    assert fake.cached["b"] == 32
+    computed = 40 + 41 - 32  # every position "a" and "b" computed themselves
+    assert fake.side.counters["saved_tokens"] == computed - 8  # the later commit wrote none
     drained(fake)
 
 

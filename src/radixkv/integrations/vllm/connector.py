@@ -77,7 +77,7 @@ class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
         return self.scheduler
 
     def get_num_new_matched_tokens(self, request: Any, num_computed_tokens: int
-                                   ) -> tuple[int, bool]:
+                                   ) -> tuple[int | None, bool]:
         start = time.perf_counter()
         matched = self._side().matched(request, int(num_computed_tokens))
         self.scheduler_seconds += time.perf_counter() - start

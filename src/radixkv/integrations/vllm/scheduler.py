@@ -6,7 +6,11 @@ are the ones whose KV vLLM has computed (or loaded), and its slots are rows of t
 row buffer. vLLM's calls map so:
 
 - ``get_num_new_matched_tokens`` -> :meth:`SchedulerSide.matched`: ``cache.match`` of all
-  but the last token (vLLM must compute at least one); changes nothing but recency.
+  but the last token (vLLM must compute at least one); changes nothing but recency. A request
+  that shares more pages with a request admitted in the same step than radixkv holds waits
+  one step (``None``: vLLM asks again next step), then loads those pages instead of computing
+  them a second time: vLLM's own prefix cache shares blocks within a step, but a connector's
+  rows exist only once the step that computes them has run.
 - ``update_state_after_alloc`` -> :meth:`SchedulerSide.allocated`: with tokens to load, the
   lease is admitted on exactly the matched prefix (locked until the request ends) and its
   rows are planned into vLLM's new blocks.
@@ -69,25 +73,43 @@ class SchedulerSide:
         self.negative_control = negative_control
         self._requests: dict[str, _Tracked] = {}
         self._asked: dict[str, int] = {}  # request id -> vLLM's own computed tokens
+        self._admitted: list[tuple[Namespace | None, Any]] = []  # this step's, with tokens
         self.counters = {"loaded_tokens": 0, "saved_tokens": 0, "unsaved_tokens": 0,
-                         "preempted": 0, "steps": 0}
+                         "preempted": 0, "steps": 0, "deferred": 0}
         """``loaded_tokens``: reused (planned loads); ``saved_tokens``: rows planned to be
         written; ``unsaved_tokens``: tokens a step could not save for want of rows;
-        ``preempted``: preemptions vLLM reported; ``steps``: plans built."""
+        ``preempted``: preemptions vLLM reported; ``steps``: plans built; ``deferred``:
+        requests told to wait a step for pages a request admitted in that step computes."""
 
-    def matched(self, request: Any, computed: int) -> int:
+    def matched(self, request: Any, computed: int) -> int | None:
         """Tokens beyond ``computed`` (what vLLM's own prefix cache holds) that radixkv holds
-        of ``request``'s tokens, leaving at least the last one to compute. Refreshes recency
-        and remembers ``computed`` for :meth:`allocated`."""
+        of ``request``'s tokens, leaving at least the last one to compute; ``None`` when a
+        request admitted in this step will compute more of them (ask again next step).
+        Refreshes recency and remembers ``computed`` for :meth:`allocated`."""
         if not cacheable(request):
             return 0
         self._asked[request.request_id] = computed
         tokens = request.all_token_ids
         if len(tokens) <= self.cache.page_size:
             return 0
-        found = self.cache.match(np.asarray(tokens[: len(tokens) - 1], dtype=np.int64),
-                                 namespace_of(request))
-        return max(0, found.length - computed)
+        wanted = np.asarray(tokens[: len(tokens) - 1], dtype=np.int64)
+        namespace = namespace_of(request)
+        held = self.cache.match(wanted, namespace).length
+        ahead = self._shared_with_admitted(wanted, namespace)
+        if ahead >= max(held, computed) + self.cache.page_size:
+            self.counters["deferred"] += 1
+            return None
+        return max(0, held - computed)
+
+    def _shared_with_admitted(self, tokens: Any, namespace: Namespace | None) -> int:
+        """The longest prefix of ``tokens`` a request admitted in this step shares."""
+        shared = 0
+        for space, other in self._admitted:
+            if space == namespace:
+                length = min(len(tokens), len(other))
+                differ = np.flatnonzero(tokens[:length] != other[:length])
+                shared = max(shared, int(differ[0]) if len(differ) else length)
+        return shared
 
     def allocated(self, request: Any, external: int, block_ids: Sequence[int]) -> None:
         """vLLM allocated ``request``'s blocks (``block_ids``); ``external`` tokens after
@@ -100,6 +122,8 @@ class SchedulerSide:
             return
         tracked = _Tracked(request, namespace_of(request))
         self._requests[request.request_id] = tracked
+        self._admitted.append((tracked.namespace,
+                               np.asarray(request.all_token_ids, dtype=np.int64)))
         if external > 0:
             self._plan_load(tracked, computed, computed + external, block_ids)
 
@@ -126,6 +150,7 @@ class SchedulerSide:
         ``block_ids_of`` gives a scheduled request's block table, ``preempted`` lists
         requests vLLM preempted since the last step (their leases end)."""
         self.counters["steps"] += 1
+        self._admitted.clear()
         for request_id in preempted:
             self.counters["preempted"] += 1
             if request_id not in scheduled:
