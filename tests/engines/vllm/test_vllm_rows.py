@@ -18,7 +18,7 @@ pytest.importorskip("vllm", reason=VLLM_SKIP_REASON)
 from vllm import _custom_ops as ops  # noqa: E402
 from vllm.v1.attention.backends.cpu_attn import _get_attn_isa  # noqa: E402
 
-from radixkv.integrations.vllm.cpu_layout import _writer  # noqa: E402
+from radixkv.integrations.vllm.cpu_layout import cpu_block_writer  # noqa: E402
 from radixkv.integrations.vllm.rows import PagedKV, probe_element_map  # noqa: E402
 
 HEADS, HEAD = 2, 64
@@ -36,7 +36,7 @@ def case(request: pytest.FixtureRequest) -> tuple[Any, str, Any]:
     dtype = request.param
     isa = _get_attn_isa(dtype, BLOCK_SIZE, HEAD)
     shape = (HEADS, BLOCK_SIZE, 2 * HEAD)
-    element_map = probe_element_map(_writer(isa, BLOCK_SIZE), shape, dtype, BLOCK_SIZE,
+    element_map = probe_element_map(cpu_block_writer(isa, BLOCK_SIZE), shape, dtype, BLOCK_SIZE,
                                     HEADS, HEAD)
     return dtype, isa, element_map
 

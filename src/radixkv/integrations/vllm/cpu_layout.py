@@ -17,7 +17,7 @@ from vllm import _custom_ops as ops  # type: ignore[import-not-found, unused-ign
 
 from radixkv.integrations.vllm.rows import BlockWriter, PagedKV, probe_element_map
 
-__all__ = ["DTYPES", "cpu_paged_kv"]
+__all__ = ["DTYPES", "cpu_block_writer", "cpu_paged_kv"]
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 """KV cache dtypes supported (fp8 caches are stored scaled, and refused)."""
@@ -42,12 +42,15 @@ def cpu_paged_kv(kv_caches: Mapping[str, Any], layers: Mapping[str, Any],
         raise ValueError(f"radixkv: a KV cache of shape {shape} and dtype {first.dtype}; "
                          f"expected (blocks, kv_heads, {block_size}, 2 * head_size) in "
                          "float32, float16 or bfloat16")
-    element_map = probe_element_map(_writer(isa, block_size), shape[1:], first.dtype,
+    element_map = probe_element_map(cpu_block_writer(isa, block_size), shape[1:], first.dtype,
                                     block_size, shape[1], shape[3] // 2)
     return PagedKV(list(kv_caches.values()), block_size, element_map)
 
 
-def _writer(isa: str, block_size: int) -> BlockWriter:
+def cpu_block_writer(isa: str, block_size: int) -> BlockWriter:
+    """The CPU backend's KV write into a one-block cache, as the layer of ISA ``isa`` does
+    it: the block split into its key and value halves, tokens at offsets ``0 ..
+    block_size-1``."""
     slots = torch.arange(block_size, dtype=torch.int64)
 
     def write(block: Any, key: Any, value: Any) -> None:
