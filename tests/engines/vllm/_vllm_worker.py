@@ -34,7 +34,13 @@ def generate(llm: Any, request: dict[str, Any]) -> list[dict[str, Any]]:
 
     params = SamplingParams(temperature=0.0, max_tokens=int(request["max_new_tokens"]),
                             logprobs=0, ignore_eos=True, detokenize=False)
-    prompts = [TokensPrompt(prompt_token_ids=[int(t) for t in p]) for p in request["prompts"]]
+    salts = request.get("salts") or [None] * len(request["prompts"])
+    prompts = []
+    for tokens, salt in zip(request["prompts"], salts):
+        prompt = TokensPrompt(prompt_token_ids=[int(t) for t in tokens])
+        if salt is not None:
+            prompt["cache_salt"] = salt
+        prompts.append(prompt)
     results = []
     for out in llm.generate(prompts, params, use_tqdm=False):
         completion = out.outputs[0]

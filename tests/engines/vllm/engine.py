@@ -153,11 +153,13 @@ class VLLMEngine:
         self._conn.send(message)
         return self._recv(REQUEST_TIMEOUT_S, what)
 
-    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int = 8
-                 ) -> list[Result]:
-        """Greedy completions (ignore_eos) of token-id prompts, as one ``LLM.generate``."""
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int = 8, *,
+                 salts: Sequence[str | None] | None = None) -> list[Result]:
+        """Greedy completions (ignore_eos) of token-id prompts, as one ``LLM.generate``;
+        ``salts``: a ``cache_salt`` per prompt (``None``: none)."""
         reply = self._call({"op": "generate", "prompts": [list(p) for p in prompts],
-                            "max_new_tokens": max_new_tokens}, "generate")
+                            "max_new_tokens": max_new_tokens,
+                            "salts": None if salts is None else list(salts)}, "generate")
         return [Result(**r) for r in reply["results"]]
 
     def stats(self) -> dict[str, Any]:

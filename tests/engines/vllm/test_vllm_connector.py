@@ -6,6 +6,7 @@ vLLM's own prefix caching off, against the same engine without a connector (``ru
   tokens of KV (queueing, preemption, eviction). radixkv's cache is audited after every batch.
 - Every reused token came from radixkv: vLLM reports as cached exactly the tokens the
   connector loaded (on first admissions), and the worker copied every row planned.
+- Namespaces: a prompt under one ``cache_salt`` reuses nothing cached under another.
 - Beside vLLM's own prefix cache (192 tokens of KV), still exact, radixkv loading what vLLM's
   cache no longer holds.
 - Negative control: with ``RADIXKV_VLLM_NEGATIVE_CONTROL=1`` every load writes the request's
@@ -15,13 +16,14 @@ vLLM's own prefix caching off, against the same engine without a connector (``ru
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..harness import Result
 from ..workload import Run, assert_same
-from .engine import BLOCK_SIZE, VLLM_SKIP_REASON
+from .engine import BLOCK_SIZE, VLLM_SKIP_REASON, VLLMEngine
 
 pytest.importorskip("vllm", reason=VLLM_SKIP_REASON)
 
@@ -96,3 +98,14 @@ def test_negative_control_wrong_loaded_rows_change_the_outputs(vllm_run: Runner)
     assert stats["counters"]["loaded_tokens"] > 0
     with pytest.raises(AssertionError, match="differ"):
         assert_same(results(reference), results(run), "negative control")
+
+
+def test_cache_salts_never_share_a_prefix(vllm_checkpoint: Path, engine_logs: Path) -> None:
+    prompt = list(range(3, 3 + 3 * BLOCK_SIZE))
+    later = [*prompt, 7]
+    with VLLMEngine(vllm_checkpoint, radixkv=True, log_dir=engine_logs) as engine:
+        engine.generate([prompt], salts=["tenant-a"])
+        cached = [engine.generate([later], salts=[salt])[0].cached_tokens
+                  for salt in ("tenant-b", None, "tenant-a")]
+        engine.stats()  # audits the cache
+    assert cached == [0, 0, 3 * BLOCK_SIZE]
