@@ -23,6 +23,9 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (  # type: ignore[
     KVConnectorMetadata,
     KVConnectorRole,
 )
+from vllm.v1.metrics.cache_hit_source import (  # type: ignore[import-not-found, unused-ignore]
+    CacheHitSource,
+)
 
 from radixkv import CacheConfig, PrefixCache
 from radixkv.integrations.vllm import NEGATIVE_CONTROL_ENV
@@ -46,6 +49,8 @@ class RadixKVMetadata(KVConnectorMetadata):  # type: ignore[misc, unused-ignore]
 class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
     """radixkv as vLLM's prefix cache, through the KV connector interface."""
 
+    _cache_hit_source = CacheHitSource.HOST  # the rows live in host memory
+
     def __init__(self, vllm_config: Any, role: Any, kv_cache_config: Any) -> None:
         super().__init__(vllm_config, role, kv_cache_config)
         check_supported(vllm_config, kv_cache_config)
@@ -68,6 +73,11 @@ class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
             layers = vllm_config.compilation_config.static_forward_context
             self.worker = WorkerSide(settings.capacity,
                                      lambda caches: cpu_paged_kv(caches, layers, block_size))
+
+    @property
+    def requires_kv_delivery(self) -> bool:
+        """A cache hands nothing off: a save a preemption drops is only a later miss."""
+        return False
 
     # ------------------------------------------------------------------ scheduler side
 
