@@ -12,23 +12,38 @@ from radixkv.integrations.vllm.settings import ConnectorSettings
 from radixkv.integrations.vllm.support import UnsupportedConfiguration, check_supported
 
 
-def test_defaults_are_vllms_block_size_and_kv_capacity() -> None:
-    assert ConnectorSettings.from_extra(None, 32, 8192) == ConnectorSettings(8192, 32, "lru")
+def test_defaults_are_vllms_block_size_and_kv_capacity_and_no_tiers() -> None:
+    settings = ConnectorSettings.from_extra(None, 32, 8192)
+    assert settings == ConnectorSettings(8192, 32, "lru")
+    assert settings.host_tokens is None and settings.storage is None
 
 
-def test_every_key_is_read_and_the_capacity_is_cut_to_whole_pages() -> None:
+def test_every_key_is_read_and_sizes_are_cut_to_whole_pages() -> None:
     settings = ConnectorSettings.from_extra(
-        {"capacity_tokens": 1000, "page_size": 16, "eviction_policy": "lfu"}, 32, 8192)
-    assert settings == ConnectorSettings(capacity=992, page_size=16, policy="lfu")
+        {"capacity_tokens": 1000, "page_size": 16, "eviction_policy": "lfu",
+         "host_tokens": 4100, "host_write_policy": "write_back",
+         "storage": "redis://:secret@10.0.0.5:6380/2", "storage_prefix": "fleet",
+         "storage_model": "llama@rev1", "storage_wait": "wait_complete",
+         "storage_timeout_s": 0.25, "prefetch_threshold": 64}, 32, 8192)
+    assert settings == ConnectorSettings(
+        capacity=992, page_size=16, policy="lfu", host_tokens=4096,
+        write_policy="write_back", storage="redis://:secret@10.0.0.5:6380/2",
+        storage_prefix="fleet", storage_model="llama@rev1", wait_policy="wait_complete",
+        timeout_s=0.25, prefetch_threshold=64)
 
 
 @pytest.mark.parametrize("extra, words", [
-    ({"capacity_tokens": 0}, "capacity_tokens=0 is not an int > 0"),
-    ({"capacity_tokens": "lots"}, "capacity_tokens='lots' is not an int > 0"),
-    ({"page_size": True}, "page_size=True is not an int > 0"),
-    ({"capacity_tokens": 8, "page_size": 16}, "less than one page of 16"),
+    ({"capacity_tokens": 0}, "capacity_tokens=0 is not an int >= 1"),
+    ({"capacity_tokens": "lots"}, "capacity_tokens='lots' is not an int >= 1"),
+    ({"page_size": True}, "page_size=True is not an int >= 1"),
+    ({"capacity_tokens": 8, "page_size": 16}, "capacity_tokens=8 is less than one page"),
+    ({"host_tokens": 8, "page_size": 16}, "host_tokens=8 is less than one page of 16"),
     ({"eviction_policy": "random"}, "eviction_policy='random': one of"),
-    ({"host_tokens": 64}, "unknown key(s) ['host_tokens']"),
+    ({"host_write_policy": "sometimes"}, "host_write_policy='sometimes': one of"),
+    ({"host_tokens": 64, "storage": "s3://bucket"}, "storage='s3://bucket': redis://"),
+    ({"storage": "file:///tmp/l3"}, "storage needs a host tier (host_tokens)"),
+    ({"storage_timeout_s": 0}, "storage_timeout_s=0 is not seconds > 0"),
+    ({"hosts": 64}, "unknown key(s) ['hosts']"),
 ])
 def test_a_bad_value_names_its_key(extra: dict[str, object], words: str) -> None:
     with pytest.raises(UnsupportedConfiguration) as raised:

@@ -18,6 +18,7 @@ import os
 import time
 from typing import Any
 
+import torch  # type: ignore[import-not-found, unused-ignore]
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (  # type: ignore[import-not-found, unused-ignore]
     KVConnectorBase_V1,
     KVConnectorMetadata,
@@ -34,6 +35,7 @@ from radixkv.integrations.vllm.plan import StepPlan
 from radixkv.integrations.vllm.scheduler import SchedulerSide
 from radixkv.integrations.vllm.settings import ConnectorSettings
 from radixkv.integrations.vllm.support import UnsupportedConfiguration, check_supported
+from radixkv.integrations.vllm.tiers import Restorer, build_tiers
 from radixkv.integrations.vllm.worker import WorkerSide
 
 __all__ = ["RadixKVConnector", "RadixKVMetadata"]
@@ -64,11 +66,8 @@ class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
         self.scheduler_seconds = 0.0
         """Time spent in the scheduler-side calls (``time.perf_counter``)."""
         if role == KVConnectorRole.SCHEDULER:
-            cache = PrefixCache(CacheConfig(capacity=settings.capacity,
-                                            page_size=settings.page_size,
-                                            policy=settings.policy))
-            self.scheduler = SchedulerSide(cache, block_size,
-                                           negative_control=_negative_control())
+            self.scheduler = _scheduler_side(settings, block_size,
+                                             vllm_config.model_config.model)
         else:
             layers = vllm_config.compilation_config.static_forward_context
             self.worker = WorkerSide(settings.capacity,
@@ -120,6 +119,10 @@ class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
     def reset_cache(self) -> bool | None:
         return None if self.scheduler is None else self.scheduler.reset()
 
+    def shutdown(self) -> None:
+        if self.scheduler is not None:  # L3's writes settle, its store closes
+            self.scheduler.close()
+
     # ------------------------------------------------------------------ worker side
 
     def _worker(self) -> WorkerSide:
@@ -150,8 +153,54 @@ class RadixKVConnector(KVConnectorBase_V1):  # type: ignore[misc, unused-ignore]
         return metadata.plan
 
 
-def _negative_control() -> bool:
+def _scheduler_side(settings: ConnectorSettings, block_size: int, model: str
+                    ) -> SchedulerSide:
+    """The cache over the row buffer, with the tiers ``settings`` ask for below it."""
+    negative = _negative_control()
+    parts = None
+    if settings.host_tokens is not None:
+        rows = _local_rows()
+        parts = build_tiers(settings, rows.shape[1:], rows.dtype,
+                            settings.storage_model or model,
+                            negative_control=negative == "restore")
+        assert parts is not None
+        parts.copy_engine.attach(rows)
+    config = CacheConfig(capacity=settings.capacity, page_size=settings.page_size,
+                         policy=settings.policy, host=None if parts is None else parts.host,
+                         storage=None if parts is None else parts.storage)
+    if parts is None:
+        return SchedulerSide(PrefixCache(config), block_size, negative_control=negative == "1")
+    cache = PrefixCache(config, parts.copy_engine, storage=parts.store)
+    return SchedulerSide(cache, block_size, negative_control=negative == "1",
+                         copies=parts.copy_engine,
+                         restorer=Restorer(cache, parts.storage is not None))
+
+
+def _local_rows() -> Any:
+    """The worker's row buffer as numpy, when the worker runs in this process (vLLM builds
+    the worker's connector, and registers its KV caches, before the scheduler's)."""
+    from vllm.distributed.kv_transfer import (  # type: ignore[import-not-found, unused-ignore]
+        get_kv_transfer_group,
+        has_kv_transfer_group,
+    )
+
+    worker = getattr(get_kv_transfer_group(), "worker", None) if has_kv_transfer_group() \
+        else None
+    if worker is None or worker.buffer is None:
+        raise UnsupportedConfiguration(
+            "kv_connector_extra_config: host_tokens (a host tier, and L3) needs vLLM's worker "
+            "in the scheduler's process: one worker, distributed_executor_backend 'uni'")
+    if worker.buffer.dtype not in (torch.float32, torch.float16):
+        raise UnsupportedConfiguration(
+            f"kv_connector_extra_config: host_tokens needs a float32 or float16 KV cache, "
+            f"not {worker.buffer.dtype}")
+    return worker.buffer.numpy()
+
+
+def _negative_control() -> str | None:
+    """``RADIXKV_VLLM_NEGATIVE_CONTROL`` (tests only): ``"1"`` (loads into vLLM write wrong
+    rows), ``"restore"`` (restores from the host tier or L3 write wrong rows) or ``None``."""
     value = os.environ.get(NEGATIVE_CONTROL_ENV, "")
-    if value not in ("", "0", "1"):
-        raise UnsupportedConfiguration(f"{NEGATIVE_CONTROL_ENV}={value!r}: 0 or 1")
-    return value == "1"
+    if value not in ("", "0", "1", "restore"):
+        raise UnsupportedConfiguration(f"{NEGATIVE_CONTROL_ENV}={value!r}: 0, 1 or restore")
+    return None if value in ("", "0") else value

@@ -27,6 +27,11 @@ already held (another request inserted it), that page's rows are not written aga
 When radixkv has no room (every row locked by running requests), a request's tokens are
 simply not saved in that step; vLLM still holds their KV in its blocks, so a later step saves
 them. Nothing here imports vLLM: a request is read through :class:`RequestView`.
+
+With a host tier (and L3) below the rows (:mod:`.tiers`), every call first applies what
+happened since the last one (the step planned last has run: its rows may be backed up; the
+copy engine's completions are polled), and :meth:`SchedulerSide.matched` first brings what
+the host tier and L3 hold of the prompt into rows.
 """
 
 from __future__ import annotations
@@ -38,9 +43,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from radixkv import Lease, PrefixCache
-from radixkv.errors import OutOfSlotsError
+from radixkv.errors import EngineError, OutOfSlotsError
+from radixkv.integrations.vllm.host_copies import RowCopyEngine
 from radixkv.integrations.vllm.keys import Namespace, cacheable, namespace_of
 from radixkv.integrations.vllm.plan import StepPlan, Transfer, vllm_slots
+from radixkv.integrations.vllm.tiers import Restorer
 
 __all__ = ["RequestView", "SchedulerSide"]
 
@@ -67,10 +74,15 @@ class SchedulerSide:
     plan of each step. Single-threaded: vLLM's scheduler makes every call."""
 
     def __init__(self, cache: PrefixCache, block_size: int, *,
-                 negative_control: bool = False) -> None:
+                 negative_control: bool = False, copies: RowCopyEngine | None = None,
+                 restorer: Restorer | None = None) -> None:
+        """``copies`` and ``restorer``: the host tier's copy engine and what restores host
+        and L3 prefixes into rows, for a cache with tiers below the rows."""
         self.cache = cache
         self.block_size = block_size
         self.negative_control = negative_control
+        self._copies = copies
+        self._restorer = restorer
         self._requests: dict[str, _Tracked] = {}
         self._asked: dict[str, int] = {}  # request id -> vLLM's own computed tokens
         self._admitted: list[tuple[Namespace | None, Any]] = []  # this step's, with tokens
@@ -86,6 +98,7 @@ class SchedulerSide:
         of ``request``'s tokens, leaving at least the last one to compute; ``None`` when a
         request admitted in this step will compute more of them (ask again next step).
         Refreshes recency and remembers ``computed`` for :meth:`allocated`."""
+        self.poll()
         if not cacheable(request):
             return 0
         self._asked[request.request_id] = computed
@@ -94,6 +107,8 @@ class SchedulerSide:
             return 0
         wanted = np.asarray(tokens[: len(tokens) - 1], dtype=np.int64)
         namespace = namespace_of(request)
+        if self._restorer is not None:
+            self._restorer.restore(wanted, namespace, request.request_id)
         held = self.cache.match(wanted, namespace).length
         ahead = self._shared_with_admitted(wanted, namespace)
         if ahead >= max(held, computed) + self.cache.page_size:
@@ -116,8 +131,9 @@ class SchedulerSide:
         those its own cache holds are to be loaded. Ends a lease the request still held (it
         was preempted). Raises ``RuntimeError`` when radixkv no longer holds what
         :meth:`matched` promised, which vLLM's call order rules out."""
+        self.poll()
         computed = self._asked.get(request.request_id, 0)
-        self.finished(request.request_id)
+        self._finish(request.request_id)
         if not cacheable(request):
             return
         tracked = _Tracked(request, namespace_of(request))
@@ -149,12 +165,13 @@ class SchedulerSide:
         computes (from each request's ``num_computed_tokens``, not yet advanced),
         ``block_ids_of`` gives a scheduled request's block table, ``preempted`` lists
         requests vLLM preempted since the last step (their leases end)."""
+        self.poll()
         self.counters["steps"] += 1
         self._admitted.clear()
         for request_id in preempted:
             self.counters["preempted"] += 1
             if request_id not in scheduled:
-                self.finished(request_id)
+                self._finish(request_id)
         loads, saves = [], []
         for request_id, count in scheduled.items():
             tracked = self._requests.get(request_id)
@@ -177,6 +194,8 @@ class SchedulerSide:
         lease = tracked.lease
         assert lease is not None
         before = lease.slots[tracked.saved:end].copy()
+        if self._copies is not None:  # a backup of these rows waits until the step ran
+            self._copies.unwritten(before)
         self.cache.commit(lease, end)
         after = lease.slots[tracked.saved:end]
         fresh = before == after  # else the tree held that page already: someone wrote it
@@ -197,17 +216,36 @@ class SchedulerSide:
                 lease = tracked.lease
                 self.cache.extend(lease, np.asarray(
                     tracked.request.all_token_ids[lease.num_tokens:end], dtype=np.int64))
-        except OutOfSlotsError:
+        except (OutOfSlotsError, EngineError):  # no room, or a backup it waited for held
             return False
         return True
 
     def finished(self, request_id: str) -> None:
         """The request ended (finished, aborted or preempted): its computed whole pages stay
         cached and its lock goes. Unknown ids are ignored."""
+        self.poll()
+        self._finish(request_id)
+
+    def _finish(self, request_id: str) -> None:
         self._asked.pop(request_id, None)
         tracked = self._requests.pop(request_id, None)
         if tracked is not None and tracked.lease is not None:
             self.cache.finish(tracked.lease)
+
+    def poll(self) -> None:
+        """With tiers: the step planned last has run (its rows may be backed up) and the
+        copy engine's completions are applied. Call only between steps (vLLM's scheduler
+        calls the connector only then)."""
+        if self._copies is not None:
+            self._copies.step_ran()
+            self.cache.poll()
+            if self._restorer is not None:
+                self._restorer.settle()
+
+    def close(self) -> None:
+        """Settle L3's writes and close its store (``cache.close()``)."""
+        self.poll()
+        self.cache.close()
 
     def reset(self) -> bool:
         """Drop everything cached, if no request holds a lease; whether it did."""
