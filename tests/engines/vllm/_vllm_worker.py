@@ -4,7 +4,8 @@ driven over a local socket by ``engine.py``.
 Started as ``python _vllm_worker.py CONFIG.json`` in a new session, so the test process can
 kill it whole. The config names the socket, the auth key and the engine's keyword arguments
 (``kv_transfer_config`` as a dict). Messages are pickled dicts: ``{"op": "generate", ...}``,
-``{"op": "stats"}``, ``{"op": "shutdown"}``; each gets one reply with ``ok`` and the result
+``{"op": "stats"}``, ``{"op": "close_cache"}`` (the connector's cache settles L3's writes and
+closes), ``{"op": "shutdown"}``; each gets one reply with ``ok`` and the result
 or ``error`` (a traceback).
 """
 
@@ -75,6 +76,9 @@ def stats(llm: Any) -> dict[str, Any]:
 
         worker = get_kv_transfer_group().worker
         cache = side.cache.stats()
+        side.poll()
+        restorer = side.restorer
+        reply.update(restored=None if restorer is None else dict(restorer.counters))
         reply.update(counters=dict(side.counters), worker=dict(worker.counters),
                      worker_seconds=dict(worker.seconds),
                      scheduler_seconds=scheduler.connector.scheduler_seconds,
@@ -111,6 +115,11 @@ def main() -> None:
                     reply: dict[str, Any] = {"ok": True, "results": results}
                 elif op == "stats":
                     reply = {"ok": True, "stats": stats(llm)}
+                elif op == "close_cache":  # L3's writes settle, its store closes
+                    side = audit(llm)
+                    if side is not None:
+                        side.close()
+                    reply = {"ok": True}
                 else:
                     reply = {"ok": False, "error": f"unknown op {op!r}"}
             except Exception:

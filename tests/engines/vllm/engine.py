@@ -168,6 +168,10 @@ class VLLMEngine:
         stats: dict[str, Any] = self._call({"op": "stats"}, "stats")["stats"]
         return stats
 
+    def close_cache(self) -> None:
+        """Close the connector's cache: its L3 writes settle (the engine serves no more)."""
+        self._call({"op": "close_cache"}, "close_cache")
+
 
 _LIVE: set[VLLMEngine] = set()
 

@@ -82,7 +82,7 @@ class SchedulerSide:
         self.block_size = block_size
         self.negative_control = negative_control
         self._copies = copies
-        self._restorer = restorer
+        self.restorer = restorer
         self._requests: dict[str, _Tracked] = {}
         self._asked: dict[str, int] = {}  # request id -> vLLM's own computed tokens
         self._admitted: list[tuple[Namespace | None, Any]] = []  # this step's, with tokens
@@ -107,8 +107,8 @@ class SchedulerSide:
             return 0
         wanted = np.asarray(tokens[: len(tokens) - 1], dtype=np.int64)
         namespace = namespace_of(request)
-        if self._restorer is not None:
-            self._restorer.restore(wanted, namespace, request.request_id)
+        if self.restorer is not None:
+            self.restorer.restore(wanted, namespace, request.request_id)
         held = self.cache.match(wanted, namespace).length
         ahead = self._shared_with_admitted(wanted, namespace)
         if ahead >= max(held, computed) + self.cache.page_size:
@@ -239,8 +239,8 @@ class SchedulerSide:
         if self._copies is not None:
             self._copies.step_ran()
             self.cache.poll()
-            if self._restorer is not None:
-                self._restorer.settle()
+            if self.restorer is not None:
+                self.restorer.settle()
 
     def close(self) -> None:
         """Settle L3's writes and close its store (``cache.close()``)."""
