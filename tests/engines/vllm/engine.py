@@ -91,16 +91,26 @@ class VLLMEngine:
         _LIVE.add(self)
         t0 = time.monotonic()
         try:
-            while not os.path.exists(address):
-                if self._proc.poll() is not None or time.monotonic() - t0 > START_TIMEOUT_S:
-                    raise VLLMError(f"the vLLM worker did not start\n{self.log_tail()}")
-                time.sleep(0.05)
-            self._conn = Client(address, family="AF_UNIX", authkey=authkey)
+            self._conn = self._connect(address, authkey, t0)
             self._recv(START_TIMEOUT_S - (time.monotonic() - t0), "start")
             self.startup_s = time.monotonic() - t0
         except BaseException:
             self.close()
             raise
+
+    def _connect(self, address: str, authkey: bytes, t0: float) -> Connection:
+        """Connect once the worker listens: its socket file appears at bind, before it
+        listens, so a refused connection is retried until the start timeout."""
+        assert self._proc is not None
+        while True:
+            if self._proc.poll() is not None or time.monotonic() - t0 > START_TIMEOUT_S:
+                raise VLLMError(f"the vLLM worker did not start\n{self.log_tail()}")
+            if os.path.exists(address):
+                try:
+                    return Client(address, family="AF_UNIX", authkey=authkey)
+                except (ConnectionRefusedError, FileNotFoundError):
+                    pass
+            time.sleep(0.05)
 
     def close(self) -> None:
         """Ask the worker to stop, then kill its process group."""
