@@ -52,6 +52,7 @@ class Server:
 _INDEX = "a package index: `make test` installs the dev extras, which include this one"
 _RAY = ("needs a Ray cluster: tests/sim/test_ray.py runs a sweep with --ray on a loopback "
         "Ray head it starts")
+_VLLM = "needs vLLM in its own venv (`make engines-vllm`)"
 _SGLANG = "needs SGLang in its 7 GB venv (`make engines-sglang`)"
 
 SKIPS: tuple[Skip, ...] = (
@@ -81,6 +82,18 @@ SKIPS: tuple[Skip, ...] = (
          f"{_SGLANG}: `make test-engines` runs it", "tests/engines/test_sglang_cluster.py"),
     Skip("docs/engines.md", "vllm-router", f"{_SGLANG}: `make test-engines` runs it",
          "tests/engines/test_sglang_cluster.py"),
+    Skip("docs/engines.md", "pip install 'radixkv[vllm]'", "a package index: `make "
+         "engines-vllm` installs vLLM and radixkv for `make test-engines`",
+         "tests/engines/vllm/test_vllm_connector.py"),
+    Skip("docs/engines.md", "vllm serve MODEL --no-async-scheduling --kv-transfer-config",
+         f"{_VLLM}: `make test-engines` starts engines with it",
+         "tests/engines/vllm/test_vllm_connector.py"),
+    Skip("docs/engines.md", "vllm serve MODEL --no-async-scheduling --no-enable-prefix",
+         f"{_VLLM}: `make test-engines` runs it", "tests/engines/vllm/test_vllm_l3.py"),
+    Skip("docs/engines.md", "make engines-vllm", "builds that venv from a package index "
+         "(`make test-engines` does, first)", "tests/engines/vllm/cost.py"),
+    Skip("docs/engines.md", "VLLM_ENABLE_V1_MULTIPROCESSING=0",
+         f"{_VLLM}: a measurement of minutes, made by hand", "tests/engines/vllm/cost.py"),
 )
 
 SERVERS: tuple[Server, ...] = (

