@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from radixkv import CacheConfig, PrefixCache
+from radixkv.core.node import Node
 from radixkv.core.state import _bound
-from radixkv.core.tiers import DEVICE, TIER_NAMES, value_slot
+from radixkv.core.tiers import DEVICE, HOST, TIER_NAMES, Tier
 
 
 def cached(components: tuple[str, ...] = ("full",), **config: object) -> PrefixCache:
@@ -18,8 +19,22 @@ def cached(components: tuple[str, ...] = ("full",), **config: object) -> PrefixC
 
 def test_the_device_tier_slots_are_the_component_indices() -> None:
     assert TIER_NAMES[DEVICE] == "device"
-    assert [value_slot(c, DEVICE, 3) for c in range(3)] == [0, 1, 2]
-    assert value_slot(1, 1, 3) == 4  # a second tier's slots follow the first's
+    device, host = Tier(DEVICE, 3, "GPU"), Tier(HOST, 3, "CPU")
+    assert [device.slot(c) for c in range(3)] == [0, 1, 2]
+    assert [host.slot(c) for c in range(3)] == [3, 4, 5]  # a second tier's follow the first's
+    assert (device.name, host.name, host.medium) == ("device", "host", "CPU")
+
+
+def test_a_tier_reads_only_its_own_slots_of_a_node() -> None:
+    device, host = Tier(DEVICE, 2, "GPU"), Tier(HOST, 2, "CPU")
+    node = Node(1, None, b"", 0, 4, 2, None, 2)
+    slots = np.arange(4)
+    node.values[host.slot(1)] = slots
+    assert host.holds_any(node) and not device.holds_any(node)
+    assert host.value(node, 1) is slots and host.value(node, 0) is None
+    assert device.value(node, 1) is None
+    node.values[device.slot(0)] = slots
+    assert device.holds_any(node) and device.value(node, 0) is slots
 
 
 def test_value_and_has_read_a_component_on_a_tier() -> None:
@@ -37,7 +52,7 @@ def test_a_components_rules_run_unchanged_on_another_tiers_slot() -> None:
     cache = cached()
     tree = cache.tree
     (node,) = (n for n in tree.nodes.values() if n.parent is not None)
-    host_slot = value_slot(0, 1, len(tree.components))
+    host_slot = Tier(HOST, len(tree.components), "CPU").slot(0)
     host_view = _bound(tree.components[0], host_slot)
     node.values = [*node.values, None]  # as a node with a (missing) second-tier value
     assert host_view.usable_length([node], 12) == 0  # nothing on that tier

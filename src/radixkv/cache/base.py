@@ -172,7 +172,7 @@ class CacheBase:
             result = MatchResult(length, path_values, handle)
         else:
             # bench match_prefix (full+mamba): a component's device value sits at its own
-            # index of the values list (core.tiers.value_slot), as the FULL slots above do
+            # index of the values list (core.tiers.Tier.slot), as the FULL slots above do
             result = MatchResult(length, path_values, handle,
                                  None if node is None else node.values[index],
                                  (branch, num_tokens, self._state_component))

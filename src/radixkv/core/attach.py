@@ -94,8 +94,8 @@ class Attacher(Inserter, Locker, Evictor, Tiering):
         before it restores below a prefix. Pure, O(depth)."""
         if node.parent is None:
             return True
-        count = len(self.components)
-        return node.values[count + PRIMARY] is not None and not self.backing_up_above(node)
+        return self.tiers[HOST].value(node, PRIMARY) is not None and \
+            not self.backing_up_above(node)
 
     def _place_runs(self, nodes: list[Node], runs: Sequence[Run | None],
                     end: int) -> list[tuple[Node, tuple[int, ...]]]:

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import ConfigError
 from .node import Node
 from .state import TreeState
-from .tiers import HOST, PRIMARY, value_slot
+from .tiers import HOST, PRIMARY
 from .types import TreeEvict
 
 Pause = Callable[[Node, int], bool]
@@ -66,10 +66,10 @@ class Evictor(TreeState):
             self._drop(node, index, "cascade", freed, evicted)
         if not self.components[first].removes_node(node):
             self._refresh(node)
-            if self.tiers > 1 and node.parent is not None and node.parent.parent is not None:
+            if self.lower and node.parent is not None and node.parent.parent is not None:
                 self._refresh(node.parent)  # host-only children: it may be a leaf now
             return
-        if self.tiers > 1 and self._holds_host(node):
+        if self.lower and self._held_below(node):
             self._demote(node, first, freed, evicted)
             return
         for index in self._removal[first]:
@@ -101,16 +101,16 @@ class Evictor(TreeState):
             node, parent = parent, parent.parent
             self._remove(node)
 
-    def _holds_host(self, node: Node) -> bool:
-        count = len(self.components)
-        return any(value is not None for value in node.values[count : 2 * count])
+    def _held_below(self, node: Node) -> bool:
+        """Whether ``node`` holds a value on a tier below the device."""
+        return any(tier.holds_any(node) for tier in self.lower)
 
     def _useless(self, node: Node) -> bool:
         """An unlocked leaf (not a root) that some component can never end a match in (a
         node holding host values is kept for load-back)."""
         if node.parent is None or node.children or any(node.locks) or node.id not in self.nodes:
             return False
-        if self.tiers > 1 and self._holds_host(node):
+        if self.lower and self._held_below(node):
             return False
         return any(component.useless_leaf(node) for component in self.components)
 
@@ -145,7 +145,7 @@ class Evictor(TreeState):
     ) -> None:
         """Evict component ``index``'s host value on ``node``, if it holds one (told to
         ``dropping`` first)."""
-        slot = value_slot(index, HOST, len(self.components))
+        slot = self.tiers[HOST].slot(index)
         value = node.values[slot]
         if value is None:
             return
@@ -153,7 +153,7 @@ class Evictor(TreeState):
         if dropping is not None:
             dropping(node, index, value)
         if self.log.enabled and component.publishes_events:
-            self.log.removed(node, "CPU")
+            self.log.removed(node, self.tiers[HOST].medium)
         size = component.value_size(node)
         ledger = self.ledgers[HOST]
         ledger.cached[index] -= size
@@ -176,7 +176,7 @@ class Evictor(TreeState):
             holes[index] -= 1
         for queue in self.queues:
             queue.discard(node)
-        if self.tiers > 1:
+        if self.lower:
             holes = self.ledgers[HOST].holes
             for index in self._indices:
                 holes[index] -= 1
@@ -226,7 +226,7 @@ class Evictor(TreeState):
         self._drop_host(node, first, "budget", freed, evicted, dropping)
         for index in self.cascade[first]:
             self._drop_host(node, index, "cascade", freed, evicted, dropping)
-        if node.values[PRIMARY] is None and node.values[len(self.components) + PRIMARY] is None:
+        if node.values[PRIMARY] is None and self.tiers[HOST].value(node, PRIMARY) is None:
             for index in range(len(self.components)):
                 self._drop_host(node, index, "removal", freed, evicted, dropping)
             self._remove_up(node, freed, evicted)

@@ -198,7 +198,7 @@ class Inserter(TreeState):
     def _add_leaf(self, parent: Node, key: bytes, priority: int, ttl: int) -> Node:
         # bench insert: the parent's end read inline (no property call)
         leaf = Node(next(self._ids), parent, key, parent.start + parent.length,
-                    len(key) // self.unit, len(self.components), parent.namespace, self.tiers)
+                    len(key) // self.unit, len(self.components), parent.namespace, self.tier_count)
         leaf.created = leaf.last_access = self.tick
         leaf.priority, leaf.ttl = priority, ttl
         parent.children[key[: self.page_bytes]] = leaf

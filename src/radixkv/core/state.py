@@ -15,7 +15,7 @@ from .event_log import EventLog
 from .keys import TOKEN_BYTES, Namespace
 from .node import Node
 from .policy import EvictionQueue, HostOnlyFirst, make_policy
-from .tiers import DEVICE, HOST, PRIMARY, value_slot
+from .tiers import DEVICE, HOST, HOST_MEDIUM, PRIMARY, Tier
 from .types import InFlight, Lock
 
 if TYPE_CHECKING:  # components import the node module of this package
@@ -106,16 +106,25 @@ class TreeState:
         self.unit = 2 * TOKEN_BYTES if config.bigram else TOKEN_BYTES
         self.page_bytes = self.page_size * self.unit
         self.components = list(components)
-        self.tiers = config.tiers
-        self.width = len(self.components) * self.tiers
+        count = len(self.components)
+        self.tiers = tuple(Tier(index, count, config.medium if index == DEVICE else HOST_MEDIUM)
+                           for index in range(config.tiers))
+        """The tree's tiers, the device's first (see :mod:`radixkv.core.tiers`)."""
+        self.lower = self.tiers[1:]
+        """The tiers below the device (none without a host tier)."""
+        self.tier_count = len(self.tiers)
+        self.width = count * self.tier_count
         """Slots of ``Node.values``: one per component and tier."""
         for index, component in enumerate(self.components):
             component.bind(index, config.page_size)
         self._views = [self.components] + [
-            [_bound(c, value_slot(c.index, tier, len(self.components))) for c in self.components]
-            for tier in range(1, self.tiers)]
+            [_bound(c, tier.slot(c.index)) for c in self.components] for tier in self.lower]
         self._slot_views = [view for views in self._views for view in views]
         """Per slot of ``Node.values``, the component view that reads it."""
+        owners = {tier.slot(index): (tier.index, index)
+                  for tier in self.tiers for index in range(count)}
+        self._slot_owners = [owners[slot] for slot in range(self.width)]
+        """Per slot of ``Node.values``, its (tier, component)."""
         self.depends = _dependencies(self.components)
         """Per component, the indices of the components it depends on (its spec says)."""
         self.cascade = _dependents(self.depends)
@@ -144,7 +153,7 @@ class TreeState:
         self._candidacy = tuple(zip(self.components, self.queues))
         """Per component, the component and its candidate queue (what a refresh walks)."""
         self._indices = range(len(self.components))
-        self.host_queues = [] if self.tiers == 1 else [
+        self.host_queues = [] if not self.lower else [
             EvictionQueue(HostOnlyFirst(self.policy) if index == PRIMARY else self.policy)
             for index in range(len(self.components))]
         """Per component, the candidates for host eviction (none without a host tier)."""
@@ -165,7 +174,7 @@ class TreeState:
         self.roots: dict[Namespace, Node] = {}
         self.nodes: dict[int, Node] = {}
         self.live_locks: dict[int, Lock] = {}
-        self.ledgers = [TierLedger(count) for _ in range(self.tiers)]
+        self.ledgers = [TierLedger(count) for _ in self.tiers]
         """Per tier, the size ledgers and hole counts of its values."""
         device = self.ledgers[DEVICE]
         # bench insert/match_prefix: the device ledger's lists under short names
@@ -176,11 +185,11 @@ class TreeState:
 
     def value(self, node: Node, index: int, tier: int = DEVICE) -> np.ndarray | None:
         """Component ``index``'s value on ``node`` on ``tier`` (``None``: it holds none)."""
-        return node.values[value_slot(index, tier, len(self.components))]
+        return self.tiers[tier].value(node, index)
 
     def has(self, node: Node, index: int, tier: int = DEVICE) -> bool:
         """Whether ``node`` holds a value of component ``index`` on ``tier``."""
-        return node.values[value_slot(index, tier, len(self.components))] is not None
+        return self.tiers[tier].value(node, index) is not None
 
     def view(self, index: int, tier: int = DEVICE) -> Component:
         """Component ``index`` bound to ``tier``'s value slot (its rules read that tier)."""
@@ -192,7 +201,7 @@ class TreeState:
         root = self.roots.get(namespace)
         if root is None:
             root = Node(next(self._ids), None, b"", 0, 0, len(self.components), namespace,
-                        self.tiers)
+                        self.tier_count)
             self.roots[namespace] = root
             self.nodes[root.id] = root
         return root
@@ -240,7 +249,7 @@ class TreeState:
     def _set_host_value(self, node: Node, index: int, value: np.ndarray) -> None:
         """Give ``node`` a host value of component ``index`` it lacks, with its ledgers (no
         ``protected`` there; the controller announces it once its copy is acknowledged)."""
-        slot = value_slot(index, HOST, len(self.components))
+        slot = self.tiers[HOST].slot(index)
         assert node.values[slot] is None, "a value is never replaced in place"
         node.values[slot] = value
         ledger = self.ledgers[HOST]
@@ -275,14 +284,14 @@ class TreeState:
         parent = node.parent
         assert parent is not None
         upper = Node(next(self._ids), parent, node.key[:cut], node.start, upper_length,
-                     len(self.components), node.namespace, self.tiers)
+                     len(self.components), node.namespace, self.tier_count)
         halves = [view.split_value(value, upper_length)
                   for view, value in zip(self._slot_views, node.values)]
         upper.values = [upper_value for upper_value, _ in halves]
         node.values = [lower_value for _, lower_value in halves]  # a new list (see Node)
         for slot, value in enumerate(upper.values):
             if value is None:
-                tier, index = divmod(slot, len(self.components))
+                tier, index = self._slot_owners[slot]
                 self.ledgers[tier].holes[index] += 1
         upper.locks = node.locks.copy()
         upper.last_access, upper.created, upper.hits = node.last_access, node.created, node.hits
@@ -300,7 +309,7 @@ class TreeState:
             records = self.copying[node.id]
             self.copying[upper.id] = list(records)
             for record in records:
-                record.follow(node, upper, len(self.components))
+                record.follow(node, upper, self.tiers[record.tier])
         self._refresh(upper)
         self._refresh(node)
         return upper

@@ -15,7 +15,7 @@ import numpy as np
 from .keys import Namespace
 from .node import Node
 from .state import TreeState
-from .tiers import DEVICE, HOST, PRIMARY
+from .tiers import DEVICE, HOST, PRIMARY, Tier
 from .types import InFlight, TreeMatch
 
 Planned = list[tuple[Node, tuple[int, ...]]]
@@ -27,25 +27,22 @@ class _Merged:
 
     __slots__ = ("end", "length", "start", "values")
 
-    def __init__(self, node: Node, count: int) -> None:
+    def __init__(self, node: Node, host: Tier) -> None:
         values = node.values
-        self.values = [values[i] if values[i] is not None else values[count + i]
-                       for i in range(count)]
+        self.values = [value if value is not None else values[slot]
+                       for value, slot in zip(values, host.slots)]
         self.start, self.length, self.end = node.start, node.length, node.start + node.length
 
 
 class Tiering(TreeState):
     """Host-tier operations of a tree with two tiers (see :mod:`radixkv.core.tiers`)."""
 
-    def host_value(self, node: Node, index: int) -> np.ndarray | None:
-        return node.values[len(self.components) + index]
-
     def backup_plan(self, nodes: Iterable[Node]) -> Planned:
         """What backing up ``nodes`` copies to the host: each live node and every ancestor
         without a host copy of the primary (the host set stays closed towards the root),
         top-down, with the components it holds on device but not on the host; a node with
         a backup in flight on itself or above is left out (backed up on a later use). Pure."""
-        count, chosen = len(self.components), set()
+        count, chosen, host = len(self.components), set(), self.tiers[HOST]
         order: list[Node] = []
         for node in nodes:
             if self.nodes.get(node.id) is not node or self.backing_up_above(node):
@@ -54,7 +51,7 @@ class Tiering(TreeState):
             current: Node | None = node
             while current is not None and current.parent is not None and \
                     current.id not in chosen:
-                if current is node or current.values[count + PRIMARY] is None:
+                if current is node or host.value(current, PRIMARY) is None:
                     chain.append(current)
                     chosen.add(current.id)
                 current = current.parent
@@ -63,7 +60,7 @@ class Tiering(TreeState):
         planned = []
         for node in order:
             missing = tuple(i for i in range(count) if node.values[i] is not None
-                            and node.values[count + i] is None)
+                            and host.value(node, i) is None)
             if missing:
                 planned.append((node, missing))
         return planned
@@ -90,8 +87,8 @@ class Tiering(TreeState):
             return TreeMatch(0, None, [], 0)
         path, pos = self._walk(node, key)
         branch = pos // self.unit
-        count = len(self.components)
-        merged = [_Merged(n, count) for n in path]
+        host = self.tiers[HOST]
+        merged = [_Merged(n, host) for n in path]
         length = branch
         while True:
             candidate = length
@@ -107,14 +104,14 @@ class Tiering(TreeState):
         """What a load-back of the prefix ``[0, end)`` ending in ``node`` (a node boundary:
         lock it first) copies to the device: per node, the components whose rules need its
         value (the nodes a lock pins for them) that it holds on the host only. Pure."""
-        count = len(self.components)
+        host = self.tiers[HOST]
         needs: dict[int, tuple[Node, list[int]]] = {}
         for component in self.components:
             index = component.index
             boundary = component.lock_boundary(node, end)
             current = node
             while current.parent is not None and current.start >= boundary:
-                if current.values[index] is None and current.values[count + index] is not None:
+                if current.values[index] is None and host.value(current, index) is not None:
                     needs.setdefault(current.id, (current, []))[1].append(index)
                 current = current.parent
         ordered = sorted(needs.values(), key=lambda entry: entry[0].start)
@@ -152,7 +149,7 @@ class Tiering(TreeState):
     def take_back(self, node: Node, index: int, tier: int) -> np.ndarray | None:
         """Remove component ``index``'s value from ``node`` on ``tier`` without counting an
         eviction (a copy into it failed) and return it to be freed; mutates."""
-        slot = tier * len(self.components) + index
+        slot = self.tiers[tier].slot(index)
         value = node.values[slot]
         if value is None:
             return None
@@ -182,22 +179,22 @@ class Tiering(TreeState):
         publishing = {c.index for c in self.components if c.publishes_events}
         for node, indices in sorted(planned, key=lambda entry: entry[0].start):
             if self.nodes.get(node.id) is node and publishing.intersection(indices):
-                self.log.stored(node, "CPU")
+                self.log.stored(node, self.tiers[HOST].medium)
 
     def protected_on(self, tier: int) -> list[int]:
         """Per component, the size of ``tier``'s values on nodes it has locked; O(nodes)."""
         if tier == DEVICE:
             return list(self.protected)
-        count, sizes = len(self.components), [0] * len(self.components)
+        sizes, on = [0] * len(self.components), self.tiers[tier]
         for node in list(self.nodes.values()):  # one C-level copy: safe against a mutator
             for component in self.components:
                 index = component.index
-                if node.locks[index] and node.values[tier * count + index] is not None:
+                if node.locks[index] and on.value(node, index) is not None:
                     sizes[index] += component.value_size(node)
         return sizes
 
     def all_host_values(self, index: int) -> np.ndarray:
         """Every host slot component ``index`` holds in the tree, concatenated; O(nodes)."""
-        slot = HOST * len(self.components) + index
+        slot = self.tiers[HOST].slot(index)
         parts = [n.values[slot] for n in self.nodes.values()]
         return self._join([part for part in parts if part is not None])

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core.node import Node
 from ..core.tiering import Planned
-from ..core.tiers import DEVICE, HOST
+from ..core.tiers import DEVICE, HOST, PRIMARY
 from ..core.tree import TreeCore
 from ..core.types import InFlight, Lock
 from ..memory import SlotPool, SlotPoolConfig
@@ -69,6 +69,9 @@ class HostTierController:
         self.note_uses = self._uses_ignored if self.write_back else self._count_uses
         self.due: dict[int, Node] = {}
         """Nodes whose uses reached the threshold, to back up at the next flush."""
+        self.tier = tree.tiers[HOST]
+        """The tree's host tier (where this controller's values sit in a node)."""
+        self.host_primary = self.tier.slot(PRIMARY)
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
         self.calls = EngineCalls(engine, self.counters, self.records, config.clock)
@@ -87,9 +90,9 @@ class HostTierController:
         """:attr:`note_uses` under a write-through policy."""
         threshold = self.threshold
         assert threshold is not None  # only write-back has none
-        count = len(self.pools)
+        host = self.host_primary
         for node in nodes:
-            if node.hits + 1 >= threshold and node.values[count] is None:
+            if node.hits + 1 >= threshold and node.values[host] is None:
                 self.due[node.id] = node
 
     def flush(self) -> None:
@@ -99,9 +102,9 @@ class HostTierController:
             nodes = list(self.due.values())
             self.due.clear()
             self.backup(nodes)
-            count, tree = len(self.pools), self.tree
+            host, tree = self.host_primary, self.tree
             for node in nodes:
-                if tree.nodes.get(node.id) is node and node.values[count] is None \
+                if tree.nodes.get(node.id) is node and node.values[host] is None \
                         and tree.backing_up_above(node):
                     self.due[node.id] = node
 
@@ -321,8 +324,7 @@ class HostTierController:
             self._skip.clear()
 
     def _pause(self, node: Node, index: int) -> bool:
-        count = len(self.pools)
-        return node.values[count + index] is None and node.id not in self._skip
+        return self.tier.value(node, index) is None and node.id not in self._skip
 
     def _back_up_before_eviction(self, node: Node) -> None:
         record = self.backup([node])
