@@ -155,15 +155,15 @@ class Evictor(TreeState):
         if self.log.enabled and component.publishes_events:
             self.log.removed(node, self.tiers[HOST].medium)
         size = component.value_size(node)
-        ledger = self.ledgers[HOST]
-        ledger.cached[index] -= size
-        self.host_evicted[index][reason] += size
+        host = self.tiers[HOST]
+        host.cached[index] -= size
+        host.evicted[index][reason] += size
         evicted[index] += size
         freed[index].append(value)
         values = node.values.copy()
         values[slot] = None
         node.values = values
-        ledger.holes[index] += 1
+        host.holes[index] += 1
 
     def _remove(self, node: Node) -> None:
         """Unlink a node that holds no value and has no children."""
@@ -177,10 +177,10 @@ class Evictor(TreeState):
         for queue in self.queues:
             queue.discard(node)
         if self.lower:
-            holes = self.ledgers[HOST].holes
+            holes = self.tiers[HOST].holes
             for index in self._indices:
                 holes[index] -= 1
-            for queue in self.host_queues:
+            for queue in self.tiers[HOST].queues:
                 queue.discard(node)
         if parent.parent is None and not parent.children:
             self._drop_root(parent)
@@ -205,7 +205,7 @@ class Evictor(TreeState):
         self._check_budgets(budgets)
         freed: list[list[np.ndarray]] = [[] for _ in self.components]
         evicted = [0] * len(self.components)
-        for index, queue in enumerate(self.host_queues):
+        for index, queue in enumerate(self.tiers[HOST].queues):
             skipped = []
             while evicted[index] < budgets[index]:
                 node = queue.pop()

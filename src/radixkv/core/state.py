@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -14,15 +13,14 @@ from .config import TreeConfig
 from .event_log import EventLog
 from .keys import TOKEN_BYTES, Namespace
 from .node import Node
-from .policy import EvictionQueue, HostOnlyFirst, make_policy
-from .tiers import DEVICE, HOST, HOST_MEDIUM, PRIMARY, Tier
+from .policy import make_policy
+from .tiers import DEVICE, HOST, HOST_MEDIUM, Tier
 from .types import InFlight, Lock
 
 if TYPE_CHECKING:  # components import the node module of this package
     from ..components.base import Component
 
 NO_SLOTS = np.zeros(0, dtype=np.int64)
-EVICTION_REASONS = ("budget", "cascade", "removal")
 
 _NODE_IDS = itertools.count(1)
 """Node ids of every tree in the process: a handle from another cache is never a node of
@@ -40,26 +38,6 @@ def lock_mode(component: Component) -> str:
     if component.pins_window and component.per_token:
         return WINDOW
     return NODE if component.pins_end_node else BOUNDARY
-
-
-class TierLedger:
-    """One tier's ledgers: ``cached[c]`` is the size of every value of component ``c`` on
-    the tier, ``protected[c]`` the part on nodes it has locked, ``holes[c]`` how many nodes
-    (roots aside) lack its value there."""
-
-    __slots__ = ("cached", "holes", "protected")
-
-    def __init__(self, count: int) -> None:
-        self.cached = [0] * count
-        self.protected = [0] * count
-        self.holes = [0] * count
-
-
-def _bound(component: Component, slot: int) -> Component:
-    """A copy of ``component`` whose rules read value slot ``slot`` (another tier's)."""
-    view = copy.copy(component)
-    view.index = slot
-    return view
 
 
 def _dependencies(components: Sequence[Component]) -> list[tuple[int, ...]]:
@@ -92,10 +70,9 @@ def _dependents(depends: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
 class TreeState:
     """Nodes, roots, queues, ledgers, locks and the clock of one tree.
 
-    Ledgers: ``cached[c]`` is the size of every value of component ``c``; ``protected[c]``
-    the part on nodes it has locked. ``evicted[c][reason]`` counts what eviction took, by
-    reason: ``budget`` (asked for), ``cascade`` (a lighter value on a node that lost a
-    heavier one), ``removal`` (a node removed whole); it survives ``reset()``.
+    Each :class:`~radixkv.core.tiers.Tier` keeps its ledger, candidate queues and evicted
+    counts; ``cached``, ``protected``, ``holes``, ``queues`` and ``evicted`` are the device
+    tier's, by short names (the hot paths read them).
     """
 
     def __init__(self, config: TreeConfig, components: Sequence[Component]) -> None:
@@ -107,21 +84,21 @@ class TreeState:
         self.page_bytes = self.page_size * self.unit
         self.components = list(components)
         count = len(self.components)
-        self.tiers = tuple(Tier(index, count, config.medium if index == DEVICE else HOST_MEDIUM)
-                           for index in range(config.tiers))
+        for index, component in enumerate(self.components):
+            component.bind(index, config.page_size)
+        self.policy = make_policy(config.policy)
+        self.tiers = tuple(Tier(index, self.components, HOST_MEDIUM if index else config.medium,
+                                self.policy) for index in range(config.tiers))
         """The tree's tiers, the device's first (see :mod:`radixkv.core.tiers`)."""
+        self.device = self.tiers[DEVICE]
         self.lower = self.tiers[1:]
         """The tiers below the device (none without a host tier)."""
         self.tier_count = len(self.tiers)
         self.width = count * self.tier_count
         """Slots of ``Node.values``: one per component and tier."""
-        for index, component in enumerate(self.components):
-            component.bind(index, config.page_size)
-        self._views = [self.components] + [
-            [_bound(c, tier.slot(c.index)) for c in self.components] for tier in self.lower]
-        self._slot_views = [view for views in self._views for view in views]
+        self._slot_views = [view for tier in self.tiers for view in tier.views]
         """Per slot of ``Node.values``, the component view that reads it."""
-        owners = {tier.slot(index): (tier.index, index)
+        owners = {tier.slot(index): (tier, index)
                   for tier in self.tiers for index in range(count)}
         self._slot_owners = [owners[slot] for slot in range(self.width)]
         """Per slot of ``Node.values``, its (tier, component)."""
@@ -133,7 +110,6 @@ class TreeState:
                                if i != first and i not in self.cascade[first])
                          for first in range(len(self.components))]
         """Per component, the others' values that go when its eviction removes the node."""
-        self.policy = make_policy(config.policy)
         self._lock_modes = [lock_mode(c) for c in self.components]
         self._lock_plan = tuple(zip(range(len(self.components)), self._lock_modes,
                                     self.components))
@@ -149,14 +125,11 @@ class TreeState:
         self._whole_when_complete = [c for c in self.components if c.whole_when_complete]
         self._never_whole = [c for c in self.components if not c.whole_when_complete]
         """Components whose usable_length a match always asks (MAMBA)."""
-        self.queues = [EvictionQueue(self.policy) for _ in self.components]
-        self._candidacy = tuple(zip(self.components, self.queues))
+        self.queues = self.device.queues
+        """Per component, its device candidate queue (the device tier's, by a short name)."""
+        self._candidacy = self.device.candidacy
         """Per component, the component and its candidate queue (what a refresh walks)."""
         self._indices = range(len(self.components))
-        self.host_queues = [] if not self.lower else [
-            EvictionQueue(HostOnlyFirst(self.policy) if index == PRIMARY else self.policy)
-            for index in range(len(self.components))]
-        """Per component, the candidates for host eviction (none without a host tier)."""
         self.copying: dict[int, list[InFlight]] = {}
         """Node id -> the in-flight copies writing to the node (see :class:`InFlight`)."""
         self._parked = [queue.parked for queue in self.queues]
@@ -164,19 +137,17 @@ class TreeState:
         self._owner = object()
         self._ids = _NODE_IDS
         self._lock_ids = itertools.count(1)
-        self.evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
-        self.host_evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
-        """As :attr:`evicted`, for host values."""
+        self.evicted = self.device.evicted
+        """The device tier's evicted counts, by a short name (see :class:`Tier`)."""
         self._init_state()
 
     def _init_state(self) -> None:
-        count = len(self.components)
         self.roots: dict[Namespace, Node] = {}
         self.nodes: dict[int, Node] = {}
         self.live_locks: dict[int, Lock] = {}
-        self.ledgers = [TierLedger(count) for _ in self.tiers]
-        """Per tier, the size ledgers and hole counts of its values."""
-        device = self.ledgers[DEVICE]
+        for tier in self.tiers:
+            tier.reset()
+        device = self.device
         # bench insert/match_prefix: the device ledger's lists under short names
         self.cached, self.protected, self.holes = device.cached, device.protected, device.holes
         self.tick = 0
@@ -193,7 +164,7 @@ class TreeState:
 
     def view(self, index: int, tier: int = DEVICE) -> Component:
         """Component ``index`` bound to ``tier``'s value slot (its rules read that tier)."""
-        return self._views[tier][index]
+        return self.tiers[tier].views[index]
 
     def root(self, namespace: Namespace) -> Node:
         """The root of ``namespace``, created on first use (a root holds no key or value).
@@ -252,9 +223,9 @@ class TreeState:
         slot = self.tiers[HOST].slot(index)
         assert node.values[slot] is None, "a value is never replaced in place"
         node.values[slot] = value
-        ledger = self.ledgers[HOST]
-        ledger.holes[index] -= 1
-        ledger.cached[index] += self.components[index].value_size(node)
+        host = self.tiers[HOST]
+        host.holes[index] -= 1
+        host.cached[index] += self.components[index].value_size(node)
 
     def _refresh(self, node: Node) -> None:
         """Put ``node`` in or out of each component's candidate queue."""
@@ -265,17 +236,18 @@ class TreeState:
                     queue.add(node)
             elif node.id in queue.members:
                 queue.discard(node)
-        if self.host_queues:
-            self._refresh_host(node)
+        if self.lower:
+            self._refresh_lower(node)
 
-    def _refresh_host(self, node: Node) -> None:
-        """Put ``node`` in or out of each host candidate queue (re-keyed: whether it is
-        host-only is part of the primary's host order)."""
-        for view, queue in zip(self._views[HOST], self.host_queues):
-            if view.is_candidate(node):
-                queue.add(node)
-            elif node.id in queue.members:
-                queue.discard(node)
+    def _refresh_lower(self, node: Node) -> None:
+        """Put ``node`` in or out of each candidate queue of the tiers below the device
+        (re-keyed: whether a node is held there alone is part of the primary's order)."""
+        for tier in self.lower:
+            for view, queue in tier.candidacy:
+                if view.is_candidate(node):
+                    queue.add(node)
+                elif node.id in queue.members:
+                    queue.discard(node)
 
     def _split(self, node: Node, upper_length: int) -> Node:
         """Cut ``node`` after ``upper_length`` elements; ``node`` stays the lower half (its
@@ -292,7 +264,7 @@ class TreeState:
         for slot, value in enumerate(upper.values):
             if value is None:
                 tier, index = self._slot_owners[slot]
-                self.ledgers[tier].holes[index] += 1
+                tier.holes[index] += 1
         upper.locks = node.locks.copy()
         upper.last_access, upper.created, upper.hits = node.last_access, node.created, node.hits
         upper.priority, upper.ttl = node.priority, node.ttl

@@ -149,21 +149,21 @@ class Tiering(TreeState):
     def take_back(self, node: Node, index: int, tier: int) -> np.ndarray | None:
         """Remove component ``index``'s value from ``node`` on ``tier`` without counting an
         eviction (a copy into it failed) and return it to be freed; mutates."""
-        slot = self.tiers[tier].slot(index)
+        on = self.tiers[tier]
+        slot = on.slot(index)
         value = node.values[slot]
         if value is None:
             return None
-        ledger = self.ledgers[tier]
         size = self.components[index].value_size(node)
-        ledger.cached[index] -= size
+        on.cached[index] -= size
         if tier == DEVICE and node.locks[index]:
-            ledger.protected[index] -= size
+            on.protected[index] -= size
         if tier == DEVICE and self.log.enabled and self.components[index].publishes_events:
             self.log.removed(node)
         values = node.values.copy()  # a new list: see Node
         values[slot] = None
         node.values = values
-        ledger.holes[index] += 1
+        on.holes[index] += 1
         self._refresh(node)
         if node.parent is not None and node.parent.parent is not None:
             self._refresh(node.parent)

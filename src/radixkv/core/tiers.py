@@ -21,11 +21,16 @@ tier; a node without it on device (*host-only*) holds no device value at all.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from .policy import EvictionPolicy, EvictionQueue, HostOnlyFirst
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..components.base import Component
     from .node import Node
 
 DEVICE = 0
@@ -47,22 +52,68 @@ PRIMARY = 0
 """The component every node's existence rests on (the first one, FULL): a node is kept while
 it holds this component's value on some tier."""
 
+EVICTION_REASONS = ("budget", "cascade", "removal")
+"""Why eviction took a value: ``budget`` (asked for), ``cascade`` (a lighter value on a node
+that lost a heavier one), ``removal`` (a node removed whole)."""
+
+
+def bound(component: Component, slot: int) -> Component:
+    """A copy of ``component`` whose rules read value slot ``slot`` (another tier's)."""
+    view = copy.copy(component)
+    view.index = slot
+    return view
+
 
 class Tier:
     """One tier of a tree: its number (``index``, 0 the device), ``name`` and event
-    ``medium``, and its place in a node's ``values``. A tier's slots are consecutive, the
-    device's first, one per component; this class is the one place that computes them."""
+    ``medium``; its place in a node's ``values`` (its slots are consecutive, the device's
+    first, one per component: this class is the one place that computes them); and its
+    bookkeeping, per component: the view whose rules read its slot, the candidate queue,
+    the ledger and the evicted counts.
 
-    __slots__ = ("index", "medium", "name", "offset", "slots")
+    Ledger: ``cached[c]`` is the size of every value of component ``c`` on this tier,
+    ``protected[c]`` the part on nodes ``c`` has locked (kept on the device alone: a lock
+    would otherwise pay for every tier; see ``TreeCore.protected_on``), ``holes[c]`` how
+    many nodes (roots aside) lack its value here. ``evicted[c][reason]`` counts what
+    eviction took here, by reason (:data:`EVICTION_REASONS`); it survives :meth:`reset`.
+    """
 
-    def __init__(self, index: int, components: int, medium: str) -> None:
+    __slots__ = ("cached", "candidacy", "evicted", "holes", "index", "medium", "name",
+                 "offset", "protected", "queues", "slots", "views")
+
+    def __init__(self, index: int, components: Sequence[Component], medium: str,
+                 policy: EvictionPolicy) -> None:
+        """``components``: the tree's, bound to their device slots (their indices)."""
+        count = len(components)
         self.index = index
         self.name = TIER_NAMES[index]
         self.medium = medium
-        self.offset = index * components
+        self.offset = index * count
         """The slot of component 0's value on this tier."""
-        self.slots = tuple(range(self.offset, self.offset + components))
+        self.slots = tuple(range(self.offset, self.offset + count))
         """Per component, its slot (what :meth:`slot` answers, for a hot loop to index)."""
+        self.views = list(components) if index == DEVICE else \
+            [bound(component, slot) for component, slot in zip(components, self.slots)]
+        """Per component, the view whose rules read this tier's slot."""
+        self.queues = [EvictionQueue(HostOnlyFirst(policy) if index != DEVICE and
+                                     position == PRIMARY else policy)
+                       for position in range(count)]
+        """Per component, its eviction candidates on this tier (below the device, the
+        primary's order puts the nodes held only here first)."""
+        self.candidacy = tuple(zip(self.views, self.queues))
+        self.evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in range(count)]
+        self.cached: list[int] = []
+        self.protected: list[int] = []
+        self.holes: list[int] = []
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the ledger and the candidates (the tree dropped every node); the evicted
+        counts stay. Mutates; O(components)."""
+        count = len(self.slots)
+        self.cached, self.protected, self.holes = [0] * count, [0] * count, [0] * count
+        for queue in self.queues:
+            queue.clear()
 
     def slot(self, component: int) -> int:
         """Index in ``Node.values`` of ``component``'s value on this tier; O(1)."""

@@ -114,9 +114,10 @@ class TreeCore(Attacher):
         if self.policy.monotone:  # bench match_prefix: queues re-key lazily at pop
             return
         last, queues = path[-1], self.queues
-        for queue in self.host_queues:
-            for node in path:
-                queue.touch(node)
+        for tier in self.lower:
+            for queue in tier.queues:
+                for node in path:
+                    queue.touch(node)
         for component, queue in zip(self.components, queues):
             # bench match_prefix: a leaf-only component can only hold the last node
             leaf_only = component.leaf_candidates and not self.holes[component.index]
@@ -161,8 +162,6 @@ class TreeCore(Attacher):
         Handles stay unique afterwards (ids keep counting); old handles and receipts become
         stale. Queues AllBlocksCleared when events are on."""
         held = [self.all_values(index) for index in range(len(self.components))]
-        for queue in (*self.queues, *self.host_queues):
-            queue.clear()
         self.copying.clear()
         self._init_state()
         if self.log.enabled:

@@ -54,7 +54,7 @@ class HostStats:
 def host_stats(host: HostTierController, tree: TreeCore) -> HostStats:
     """Read the host tier's ledgers and counters; O(nodes) (the host ``protected``
     ledger is summed on demand)."""
-    ledger, counters = tree.ledgers[HOST], host.counters
+    ledger, counters = tree.tiers[HOST], host.counters
     protected = tree.protected_on(HOST)
     components = {
         component.name: HostComponentStats(
@@ -63,7 +63,7 @@ def host_stats(host: HostTierController, tree: TreeCore) -> HostStats:
             protected=protected[component.index],
             pool_capacity=host.pools[component.index].capacity,
             pool_available=host.pools[component.index].available,
-            evicted=dict(tree.host_evicted[component.index]),
+            evicted=dict(ledger.evicted[component.index]),
             backed_up=counters.backed_up[component.index],
             loaded=counters.loaded[component.index])
         for component in tree.components}
