@@ -10,7 +10,6 @@ import numpy as np
 
 from ..errors import InvariantError
 from .node import Node
-from .tiers import DEVICE
 from .tree import TreeCore
 
 
@@ -136,7 +135,7 @@ def _check_ledgers(tree: TreeCore) -> None:
                     size = component.value_size(node)
                     cached += size
                     protected += size if node.locks[index] else 0
-            if tier.index != DEVICE:  # only the device tier keeps a protected ledger
+            if not tier.keeps_protected:
                 protected = tier.protected[index]
             if (cached, protected) != (tier.cached[index], tier.protected[index]):
                 _fail(

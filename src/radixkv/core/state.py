@@ -88,7 +88,7 @@ class TreeState:
             component.bind(index, config.page_size)
         self.policy = make_policy(config.policy)
         self.tiers = tuple(Tier(index, self.components, HOST_MEDIUM if index else config.medium,
-                                self.policy) for index in range(config.tiers))
+                                self.policy, config.tiers) for index in range(config.tiers))
         """The tree's tiers, the device's first (see :mod:`radixkv.core.tiers`)."""
         self.device = self.tiers[DEVICE]
         self.lower = self.tiers[1:]
@@ -130,6 +130,7 @@ class TreeState:
         self._candidacy = self.device.candidacy
         """Per component, the component and its candidate queue (what a refresh walks)."""
         self._indices = range(len(self.components))
+        self._ones = (1,) * len(self.components)
         self.copying: dict[int, list[InFlight]] = {}
         """Node id -> the in-flight copies writing to the node (see :class:`InFlight`)."""
         self._parked = [queue.parked for queue in self.queues]

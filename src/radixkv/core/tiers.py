@@ -22,7 +22,7 @@ tier; a node without it on device (*host-only*) holds no device value at all.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .policy import EvictionPolicy, EvictionQueue, HostOnlyFirst
@@ -78,16 +78,20 @@ class Tier:
     eviction took here, by reason (:data:`EVICTION_REASONS`); it survives :meth:`reset`.
     """
 
-    __slots__ = ("cached", "candidacy", "evicted", "holes", "index", "medium", "name",
-                 "offset", "protected", "queues", "slots", "views")
+    __slots__ = ("cached", "candidacy", "evicted", "holes", "index", "keeps_protected",
+                 "medium", "name", "offset", "primaries", "protected", "queues", "removes",
+                 "slots", "views")
 
     def __init__(self, index: int, components: Sequence[Component], medium: str,
-                 policy: EvictionPolicy) -> None:
-        """``components``: the tree's, bound to their device slots (their indices)."""
+                 policy: EvictionPolicy, tiers: int) -> None:
+        """``components``: the tree's, bound to their device slots (their indices);
+        ``tiers``: how many the tree has."""
         count = len(components)
         self.index = index
         self.name = TIER_NAMES[index]
         self.medium = medium
+        self.keeps_protected = index == DEVICE
+        """Whether :attr:`protected` is kept (the device's alone; below it stays 0)."""
         self.offset = index * count
         """The slot of component 0's value on this tier."""
         self.slots = tuple(range(self.offset, self.offset + count))
@@ -101,6 +105,14 @@ class Tier:
         """Per component, its eviction candidates on this tier (below the device, the
         primary's order puts the nodes held only here first)."""
         self.candidacy = tuple(zip(self.views, self.queues))
+        self.primaries = tuple(tier * count + PRIMARY for tier in range(tiers))
+        """The primary's slot on every tier of the tree."""
+        self.removes: list[Callable[[Node], bool]] = \
+            [view.removes_node for view in self.views] if index == DEVICE else \
+            [self.held_nowhere] * count
+        """Per component, whether a node that lost its value (and the cascade) here leaves
+        the tree: on the device, as the component says (matches are served there); below,
+        once the node holds its primary value on no tier."""
         self.evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in range(count)]
         self.cached: list[int] = []
         self.protected: list[int] = []
@@ -122,6 +134,11 @@ class Tier:
     def value(self, node: Node, component: int) -> np.ndarray | None:
         """``component``'s value on ``node`` on this tier (``None``: it holds none)."""
         return node.values[self.slots[component]]
+
+    def held_nowhere(self, node: Node) -> bool:
+        """Whether ``node`` holds its primary value on no tier of the tree; O(tiers)."""
+        values = node.values
+        return all(values[slot] is None for slot in self.primaries)
 
     def holds_any(self, node: Node) -> bool:
         """Whether ``node`` holds any value on this tier; O(components)."""

@@ -154,10 +154,11 @@ class HostTierController:
 
     def evict_host(self, budgets: Sequence[int]) -> list[int]:
         """Evict host values, per component at least ``budgets[c]`` units (see
-        :meth:`TreeCore.evict_host`), each told to the sink before it goes, and free their
-        host slots; the units evicted per component."""
+        :meth:`TreeCore.evict` on the host tier), each told to the sink before it goes, and
+        free their host slots; the units evicted per component."""
         sink = self.sink
-        result = self.tree.evict_host(budgets, None if sink is None else sink.dropping)
+        result = self.tree.evict(budgets, tier=HOST,
+                                 dropping=None if sink is None else sink.dropping)
         self.free_host(result.freed)
         return result.evicted
 
