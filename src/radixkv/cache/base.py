@@ -207,7 +207,7 @@ class CacheBase:
         host.note_uses(found.path)
         if found.length >= found.branch:
             return 0
-        return self.tree.host_match(key, space).length - found.length
+        return self.tree.match_all_tiers(key, space).length - found.length
 
     def copy_reported(self, record: CopyRecord, ok: bool) -> None:
         """See :meth:`LoadBack.copy_reported`."""

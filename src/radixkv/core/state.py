@@ -14,7 +14,7 @@ from .event_log import EventLog
 from .keys import TOKEN_BYTES, Namespace
 from .node import Node
 from .policy import make_policy
-from .tiers import DEVICE, HOST, HOST_MEDIUM, Tier
+from .tiers import DEVICE, HOST_MEDIUM, Tier
 from .types import InFlight, Lock
 
 if TYPE_CHECKING:  # components import the node module of this package
@@ -218,15 +218,15 @@ class TreeState:
         if self.log.enabled and self.components[index].publishes_events:
             self.log.stored(node)
 
-    def _set_host_value(self, node: Node, index: int, value: np.ndarray) -> None:
-        """Give ``node`` a host value of component ``index`` it lacks, with its ledgers (no
-        ``protected`` there; the controller announces it once its copy is acknowledged)."""
-        slot = self.tiers[HOST].slot(index)
+    def _set_below(self, tier: Tier, node: Node, index: int, value: np.ndarray) -> None:
+        """Give ``node`` a value of component ``index`` it lacks on ``tier``, below the
+        device, with its ledger (no ``protected`` there; the controller announces it once
+        its copy is acknowledged)."""
+        slot = tier.slot(index)
         assert node.values[slot] is None, "a value is never replaced in place"
         node.values[slot] = value
-        host = self.tiers[HOST]
-        host.holes[index] -= 1
-        host.cached[index] += self.components[index].value_size(node)
+        tier.holes[index] -= 1
+        tier.cached[index] += self.components[index].value_size(node)
 
     def _refresh(self, node: Node) -> None:
         """Put ``node`` in or out of each component's candidate queue."""

@@ -17,6 +17,7 @@ from .attach import Attacher
 from .events import AllBlocksCleared, KVEvent
 from .keys import Namespace
 from .node import Node
+from .tiers import DEVICE
 from .types import NodeId, TreeMatch
 
 
@@ -168,9 +169,11 @@ class TreeCore(Attacher):
             self.log.push(AllBlocksCleared())
         return held
 
-    def all_values(self, index: int) -> np.ndarray:
-        """Every slot component ``index`` holds in the tree, concatenated; O(nodes)."""
-        parts = [n.values[index] for n in self.nodes.values()]
+    def all_values(self, index: int, tier: int = DEVICE) -> np.ndarray:
+        """Every slot component ``index`` holds in the tree on ``tier``, concatenated;
+        O(nodes)."""
+        slot = self.tiers[tier].slot(index)
+        parts = [n.values[slot] for n in self.nodes.values()]
         return self._join([part for part in parts if part is not None])
 
     def take_events(self) -> list[KVEvent]:

@@ -23,7 +23,7 @@ def check_host(host: HostTierController, tree: TreeCore,
     ``reserved``: per component, host slots held outside the tree (L3 reads in flight)."""
     _check_tier_rules(tree)
     for index, pool in enumerate(host.pools):
-        held = tree.all_host_values(index)
+        held = tree.all_values(index, HOST)
         if reserved is not None:
             held = np.concatenate([held, reserved[index]])
         if np.unique(held).size != held.size:

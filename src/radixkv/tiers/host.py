@@ -105,7 +105,7 @@ class HostTierController:
             host, tree = self.host_primary, self.tree
             for node in nodes:
                 if tree.nodes.get(node.id) is node and node.values[host] is None \
-                        and tree.backing_up_above(node):
+                        and tree.copying_above(node, HOST):
                     self.due[node.id] = node
 
     def backup(self, nodes: Sequence[Node]) -> CopyRecord | None:
@@ -259,7 +259,7 @@ class HostTierController:
                 self._take_back(record)
             elif record.tier == HOST:
                 planned = list(record.nodes.values())
-                self.tree.announce_host(planned)
+                self.tree.announce(planned, HOST)
                 if self.sink is not None:
                     self.sink.backed_up(planned)
             self.tree.untrack(record)
