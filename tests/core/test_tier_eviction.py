@@ -8,7 +8,7 @@ import pytest
 
 from radixkv import CacheConfig, HostTier, PrefixCache
 from radixkv.core.node import Node
-from radixkv.core.tiers import DEVICE, HOST
+from radixkv.core.tiers import DEVICE, HOST, LedgerStats
 from radixkv.errors import ConfigError
 
 
@@ -55,3 +55,21 @@ def test_host_eviction_counts_on_the_host_tier_and_leaves_the_device_ledger() ->
     assert result.evicted == [12] and host.cached == [0] and device.cached == [12]
     assert host.evicted[0]["budget"] == 12 and device.evicted[0]["budget"] == 0
     assert cache.match(list(range(1, 13))).length == 12  # the device copy still serves
+
+
+def test_the_stats_of_each_tier_read_that_tiers_ledger() -> None:
+    cache = cached(host=True)
+    cache.finish(cache.admit([*range(1, 9), 50, 51, 52, 53]))  # a second leaf below [0, 8)
+    cache.wait()
+    assert cache.host is not None
+    cache.host.evict_host([4])  # the host loses one leaf; the device keeps both
+    stats = cache.stats()
+    assert stats.host is not None
+    device, host = stats.components["full"], stats.host.components["full"]
+    assert isinstance(device, LedgerStats) and isinstance(host, LedgerStats)
+    assert (device.cached, device.evictable, device.protected) == (16, 16, 0)
+    assert (host.cached, host.evictable, host.protected) == (12, 12, 0)
+    assert device.evicted == {"budget": 0, "cascade": 0, "removal": 0}
+    assert host.evicted == {"budget": 4, "cascade": 0, "removal": 0}
+    assert (device.pool_available, host.pool_available) == (48, 52)
+    cache.check_invariants()

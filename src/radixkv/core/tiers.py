@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from .policy import EvictionPolicy, EvictionQueue, HostOnlyFirst
 
@@ -147,3 +148,38 @@ class Tier:
 
     def __repr__(self) -> str:
         return f"Tier({self.name}, slots={self.offset}..{self.offset + len(self.slots) - 1})"
+
+
+class PoolCounts(Protocol):
+    """What a tier's statistics read of a component's pool."""
+
+    @property
+    def capacity(self) -> int: ...
+
+    @property
+    def available(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerStats:
+    """One component's ledger on one tier, in its units (tokens for FULL and SWA, states
+    for MAMBA): ``cached`` = ``evictable`` (unlocked) + ``protected`` (on nodes it has
+    locked); its pool's capacity and free slots; ``evicted`` by reason — ``budget`` (asked
+    for), ``cascade`` (a heavier component's eviction took it along), ``removal`` (its node
+    was removed whole)."""
+
+    cached: int
+    evictable: int
+    protected: int
+    pool_capacity: int
+    pool_available: int
+    evicted: dict[str, int]
+
+
+def ledger_fields(tier: Tier, component: int, protected: int, pool: PoolCounts
+                  ) -> tuple[int, int, int, int, int, dict[str, int]]:
+    """:class:`LedgerStats`' fields, in order, for ``component`` on ``tier`` (``protected``:
+    its size there on locked nodes, see ``TreeCore.protected_on``); plain reads, O(1)."""
+    cached = tier.cached[component]
+    return (cached, cached - protected, protected, pool.capacity, pool.available,
+            dict(tier.evicted[component]))
