@@ -69,7 +69,6 @@ def tree_rows_right(made: Engine) -> None:
     value: the state after them), but a copy's destination still in flight: what came from
     L3 included."""
     tree = made.cache.tree
-    count = len(tree.components)
     for node in tree.nodes.values():
         if node.parent is None:
             continue
@@ -80,7 +79,7 @@ def tree_rows_right(made: Engine) -> None:
             expected = kv_of(tokens)[node.start:] if component.per_token else \
                 state_of(tokens)[None]
             for where, buffer in ((DEVICE, made.device[name]), (HOST, made.host[name])):
-                value = node.values[where * count + component.index]
+                value = tree.value(node, component.index, where)
                 if value is not None and where not in busy:
                     np.testing.assert_array_equal(buffer[value], expected,
                                                   f"node {node.id} {name} on tier {where}")

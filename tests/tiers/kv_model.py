@@ -130,7 +130,7 @@ class KVModel:
                 if tier in busy:
                     continue
                 for index in range(count):
-                    value = node.values[tier * count + index]
+                    value = tree.value(node, index, tier)
                     if value is not None:
                         self._check_value(node, tokens, index, tier, value)
 
@@ -154,7 +154,6 @@ def check_owners(cache: PrefixCache, leases: Iterable[Lease],
     host, an L3 prefetch that reserved it)."""
     assert cache.host is not None
     tree, leases, allocations = cache.tree, list(leases), list(allocations)
-    count = len(tree.components)
     for index, component in enumerate(tree.components):
         name = component.name
         owned = [v for n in tree.nodes.values() if (v := n.values[index]) is not None]
@@ -166,7 +165,7 @@ def check_owners(cache: PrefixCache, leases: Iterable[Lease],
                 owned.append(np.array([s for s in states if s is not None], np.int64))
         owned.extend(allocation.parts[index] for allocation in allocations)
         _owned_once(owned, cache.pools[index], f"device {name}")
-        host = [v for n in tree.nodes.values() if (v := n.values[count + index]) is not None]
+        host = [v for n in tree.nodes.values() if (v := tree.value(n, index, HOST)) is not None]
         if cache.storage is not None:
             host.append(cache.storage.reserved()[index])
         _owned_once(host, cache.host.pools[index], f"host {name}")

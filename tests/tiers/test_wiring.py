@@ -7,6 +7,7 @@ import numpy as np
 
 from radixkv.cache.base import CopyAcks
 from radixkv.core.node import Node
+from radixkv.core.tiers import HOST
 from radixkv.tiers import HostTier
 
 from ..components.support import seq
@@ -25,7 +26,7 @@ def test_host_eviction_tells_dropping_of_each_value_while_its_node_is_linked() -
 
     held = {node.id: node.values[1].tolist() for node in tree.nodes.values()
             if node.parent is not None}
-    result = tree.evict_host([8], dropping)
+    result = tree.evict([8], tier=HOST, dropping=dropping)
     cache.host.free_host(result.freed)
     cache.check_invariants()
     assert result.evicted == [8] and cache.stats().nodes == 0

@@ -187,7 +187,7 @@ class CacheBase:
             result = MatchResult(length, path_values, handle)
         else:
             # bench match_prefix (full+mamba): a component's device value sits at its own
-            # index of the values list (core.tiers.value_slot), as the FULL slots above do
+            # index of the values list (core.tiers.Tier.slot), as the FULL slots above do
             result = MatchResult(length, path_values, handle,
                                  None if node is None else node.values[index],
                                  (branch, num_tokens, self._state_component))
@@ -222,7 +222,7 @@ class CacheBase:
         host.note_uses(found.path)
         if found.length >= found.branch:
             return 0
-        return self.tree.host_match(key, space).length - found.length
+        return self.tree.match_all_tiers(key, space).length - found.length
 
     def _copy_reported(self, record: CopyRecord, ok: bool) -> None:
         """See :meth:`LoadBack._copy_reported`."""

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.audit import check_tree, snapshot_tree
+from ..core.tiers import ledger_fields
 from ..errors import InvariantError
 from ..tiers.audit import check_host
 from ..tiers.stats import host_stats
@@ -24,17 +25,12 @@ COUNTERS = ("matches", "match_tokens", "hit_tokens", "capped_tokens", "admitted"
 def stats(cache: PrefixCache) -> CacheStats:
     tree = cache.tree
     leases = cache.leases()  # one C-level copy: a metrics thread may read while others run
+    device = tree.device
     components = {
         component.name: ComponentStats(
-            cached=tree.cached[component.index],
-            evictable=tree.cached[component.index] - tree.protected[component.index],
-            protected=tree.protected[component.index],
-            pool_capacity=cache.pools[component.index].capacity,
-            pool_available=cache.pools[component.index].available,
-            evicted=dict(tree.evicted[component.index]),
-            lost=cache.lost[component.index],
-            lost_reason=component.lost_reason,
-        )
+            *ledger_fields(device, component.index, device.protected[component.index],
+                           cache.pools[component.index]),
+            lost=cache.lost[component.index], lost_reason=component.lost_reason)
         for component in tree.components
     }
     return CacheStats(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.tiers import LedgerStats
 from ..core.types import NodeId
 
 if TYPE_CHECKING:
@@ -81,21 +82,13 @@ class MatchResult:
 
 
 @dataclass(frozen=True, slots=True)
-class ComponentStats:
-    """One component's ledger, in its units (tokens for FULL and SWA, states for MAMBA):
-    ``cached`` = ``evictable`` (unlocked) + ``protected`` (locked); ``evicted`` by reason —
-    ``budget`` (asked for), ``cascade`` (a heavier component's eviction took it along),
-    ``removal`` (its node was removed whole). ``lost``: prompt tokens (key elements) the
-    tree held structurally that this component made unusable in a match or admit, for its
-    reason ``lost_reason`` (the component's: FULL evicted, SWA tombstone,
-    MAMBA without a state at the needed position)."""
+class ComponentStats(LedgerStats):
+    """One component's device ledger (:class:`~radixkv.core.tiers.LedgerStats`: ``cached``
+    = ``evictable`` + ``protected``, the pool, ``evicted`` by reason) and ``lost``: prompt
+    tokens (key elements) the tree held structurally that this component made unusable in
+    a match or admit, for its reason ``lost_reason`` (the component's: FULL evicted, SWA
+    tombstone, MAMBA without a state at the needed position)."""
 
-    cached: int
-    evictable: int
-    protected: int
-    pool_capacity: int
-    pool_available: int
-    evicted: dict[str, int]
     lost: int = 0
     lost_reason: str = "cut"
 

@@ -69,7 +69,7 @@ class LoadBack(CacheBase):
         not have another below or beside it). Pure."""
         host = self.host
         assert host is not None
-        merged = self.tree.host_match(key, space)
+        merged = self.tree.match_all_tiers(key, space)
         if merged.length <= found.length or merged.node is None:
             return found, None
         copying = self.tree.copying

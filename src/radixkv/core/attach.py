@@ -1,4 +1,5 @@
-"""Attaching host-only nodes: how pages an L3 read brought into host slots join the tree."""
+"""Attaching nodes held on one tier alone: how pages an L3 read brought into host slots join
+the tree."""
 
 from __future__ import annotations
 
@@ -13,15 +14,15 @@ from .keys import Namespace
 from .locking import Locker
 from .node import Node
 from .tiering import Planned, Tiering
-from .tiers import HOST, PRIMARY
+from .tiers import PRIMARY
 
 Run = tuple[int, np.ndarray]
-"""A component's fetched host slots: (first key position, slots) — see attach_host."""
+"""A component's fetched slots: (first key position, slots) — see Attacher.attach."""
 
 
 class Attached(NamedTuple):
-    """What :meth:`Tiering.attach_host` did: the new host-only nodes (top-down) and, per
-    component, the host slots it did not use (``None`` where no run was given)."""
+    """What :meth:`Attacher.attach` did: the new nodes, held on the tier alone (top-down),
+    and, per component, the slots it did not use (``None`` where no run was given)."""
 
     nodes: list[Node]
     unused: list[np.ndarray | None]
@@ -45,19 +46,21 @@ def _unused(runs: Sequence[Run | None], attach_at: int, placed: Planned,
 
 
 class Attacher(Inserter, Locker, Evictor, Tiering):
-    """The tree's operations, plus attaching host-only nodes (a base of TreeCore)."""
+    """The tree's operations, plus attaching nodes held on one tier alone (a base of
+    TreeCore)."""
 
-    def attach_host(self, key: bytes, namespace: Namespace,
-                    runs: Sequence[Run | None]) -> Attached:
-        """Cache host values for the part of ``key`` (whole pages, ``end`` elements) the
-        tree lacks, as host-only nodes (pages an L3 read brought into host slots).
+    def attach(self, key: bytes, namespace: Namespace, runs: Sequence[Run | None],
+               tier: int) -> Attached:
+        """Cache ``tier``'s values (below the device) for the part of ``key`` (whole pages,
+        ``end`` elements) the tree lacks, as nodes held on that tier alone (pages an L3
+        read brought into host slots).
         ``runs[c]``: for a per-token component ``(begin, slots)``, its host slots of key
         positions ``[begin, end)``; for a per-value one ``(end, slots)``, its value at
         ``end``; ``None``: none fetched. The primary's run must start at or before where
         the tree's path ends. New nodes are cut where a per-token run begins; each gets
         every run that covers it, the last one the per-value runs. Nothing is attached (all
         slots come back) when the tree already covers the key, or when the node above would
-        break the host closure (no host primary, or a backup still in flight above it).
+        break the tier's closure (see :meth:`attachable`).
         Returns the new nodes and, per component, the slots not used (to free). Mutates
         structure, host values, ledgers and queues; O(depth + new nodes x components)."""
         unit, page = self.unit, self.page_size
@@ -68,7 +71,7 @@ class Attacher(Inserter, Locker, Evictor, Tiering):
         primary = runs[PRIMARY]
         assert primary is not None and primary[0] <= attach_at, "the primary run must reach"
         above = path[-1] if path else root
-        if attach_at >= end or not self.host_closed(above):
+        if attach_at >= end or not self.attachable(above, tier):
             if not root.children:
                 self._drop_root(root)
             return Attached([], [None if run is None else run[1] for run in runs])
@@ -83,22 +86,22 @@ class Attacher(Inserter, Locker, Evictor, Tiering):
                                     self.config.default_ttl)
             nodes.append(parent)
             start = cut
-        placed = self._place_runs(nodes, runs, end)
-        self.announce_host([(node, indices) for node, indices in placed if indices])
+        placed = self._place_runs(nodes, runs, end, tier)
+        self.announce([(node, indices) for node, indices in placed if indices], tier)
         return Attached(nodes, _unused(runs, attach_at, placed,
                                        [c.per_token for c in self.components]))
 
-    def host_closed(self, node: Node) -> bool:
-        """Whether a host-only node may hang below ``node`` (a root, or a node holding the
-        primary on the host with no backup in flight on it or above); the storage tier asks
-        before it restores below a prefix. Pure, O(depth)."""
+    def attachable(self, node: Node, tier: int) -> bool:
+        """Whether a node held on ``tier`` alone may hang below ``node`` (a root, or a node
+        holding the primary on ``tier`` with no copy to it in flight on it or above); the
+        storage tier asks before it restores below a prefix. Pure, O(depth)."""
         if node.parent is None:
             return True
-        count = len(self.components)
-        return node.values[count + PRIMARY] is not None and not self.backing_up_above(node)
+        return self.tiers[tier].value(node, PRIMARY) is not None and \
+            not self.copying_above(node, tier)
 
-    def _place_runs(self, nodes: list[Node], runs: Sequence[Run | None],
-                    end: int) -> list[tuple[Node, tuple[int, ...]]]:
+    def _place_runs(self, nodes: list[Node], runs: Sequence[Run | None], end: int,
+                    tier: int) -> list[tuple[Node, tuple[int, ...]]]:
         placed = []
         for node in nodes:
             indices = []
@@ -114,7 +117,7 @@ class Attacher(Inserter, Locker, Evictor, Tiering):
                     value = slots
                 else:
                     continue
-                self.place(node, index, HOST, value.copy())
+                self.place(node, index, tier, value.copy())
                 indices.append(index)
             placed.append((node, tuple(indices)))
         return placed

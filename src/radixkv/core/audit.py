@@ -10,7 +10,6 @@ import numpy as np
 
 from ..errors import InvariantError
 from .node import Node
-from .tiers import DEVICE, HOST
 from .tree import TreeCore
 
 
@@ -25,7 +24,7 @@ def check_tree(tree: TreeCore) -> None:
         _fail(f"arena holds unreachable nodes {sorted(set(tree.nodes) - seen)[:5]}")
     _check_locks(tree)
     _check_queues(tree)
-    _check_host_queues(tree)
+    _check_lower_queues(tree)
     _check_ledgers(tree)
     _check_holes(tree)
     _check_no_double_slots(tree)
@@ -108,15 +107,17 @@ def _check_queues(tree: TreeCore) -> None:
                 _fail(f"{component.name} parked node {node_id} is not a locked member")
 
 
-def _check_host_queues(tree: TreeCore) -> None:
-    for component, queue in zip(tree.components, tree.host_queues):
-        view = tree.view(component.index, HOST)
-        for node in tree.nodes.values():
-            member = queue.members.get(node.id)
-            if view.is_candidate(node) != (member is not None):
-                _fail(f"host {component.name} candidate set is wrong about node {node.id}")
-            if member is not None and not _key_ok(tree, member[0], queue.key_of(node)):
-                _fail(f"host {component.name} queue holds a stale key for node {node.id}")
+def _check_lower_queues(tree: TreeCore) -> None:
+    for tier in tree.lower:
+        for component, (view, queue) in zip(tree.components, tier.candidacy):
+            for node in tree.nodes.values():
+                member = queue.members.get(node.id)
+                if view.is_candidate(node) != (member is not None):
+                    _fail(f"{tier.name} {component.name} candidate set is wrong about node "
+                          f"{node.id}")
+                if member is not None and not _key_ok(tree, member[0], queue.key_of(node)):
+                    _fail(f"{tier.name} {component.name} queue holds a stale key for node "
+                          f"{node.id}")
 
 
 def _key_ok(tree: TreeCore, stored: tuple[int, ...], current: tuple[int, ...]) -> bool:
@@ -125,33 +126,33 @@ def _key_ok(tree: TreeCore, stored: tuple[int, ...], current: tuple[int, ...]) -
 
 
 def _check_ledgers(tree: TreeCore) -> None:
-    for tier, ledger in enumerate(tree.ledgers):
+    for tier in tree.tiers:
         for component in tree.components:
             index = component.index
             cached = protected = 0
             for node in tree.nodes.values():
-                if tree.has(node, index, tier):
+                if tier.value(node, index) is not None:
                     size = component.value_size(node)
                     cached += size
                     protected += size if node.locks[index] else 0
-            if tier != DEVICE:  # only the device tier keeps a protected ledger
-                protected = ledger.protected[index]
-            if (cached, protected) != (ledger.cached[index], ledger.protected[index]):
+            if not tier.keeps_protected:
+                protected = tier.protected[index]
+            if (cached, protected) != (tier.cached[index], tier.protected[index]):
                 _fail(
-                    f"{component.name} ledger of tier {tier} says cached="
-                    f"{ledger.cached[index]} protected={ledger.protected[index]}, nodes say "
+                    f"{component.name} ledger of the {tier.name} tier says cached="
+                    f"{tier.cached[index]} protected={tier.protected[index]}, nodes say "
                     f"{cached}/{protected}")
 
 
 def _check_holes(tree: TreeCore) -> None:
-    for tier, ledger in enumerate(tree.ledgers):
+    for tier in tree.tiers:
         for component in tree.components:
             index = component.index
             holes = sum(1 for n in tree.nodes.values() if n.parent is not None
-                        and not tree.has(n, index, tier))
-            if holes != ledger.holes[index]:
-                _fail(f"{component.name}: {holes} nodes lack a value on tier {tier}, the "
-                      f"tree counts {ledger.holes[index]}")
+                        and tier.value(n, index) is None)
+            if holes != tier.holes[index]:
+                _fail(f"{component.name}: {holes} nodes lack a value on the {tier.name} tier, "
+                      f"the tree counts {tier.holes[index]}")
 
 
 def _check_no_double_slots(tree: TreeCore) -> None:

@@ -1,169 +1,168 @@
 """Eviction: free cached values in policy order, with the cascade between components, on
-the device tier and (with two tiers) the host tier."""
+any tier of the tree (one loop and one drop path, given the tier)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import sub
 
 import numpy as np
 
 from ..errors import ConfigError
 from .node import Node
 from .state import TreeState
-from .tiers import HOST, PRIMARY, value_slot
+from .tiers import DEVICE, PRIMARY, Tier
 from .types import TreeEvict
 
 Pause = Callable[[Node, int], bool]
 """``pause(node, component)``: whether eviction must stop before evicting that value so the
-controller can first copy it to the host (write-back)."""
+controller can first copy it to a lower tier (write-back)."""
 
 Dropping = Callable[[Node, int, np.ndarray], None]
-"""``dropping(node, component, slots)``: host eviction is about to drop that host value, the
-node still linked (the storage tier writes it to L3 first, under write-back)."""
+"""``dropping(node, component, slots)``: eviction is about to drop that value, the node still
+linked (the storage tier writes a host value to L3 first, under write-back)."""
+
+Freed = list[list[np.ndarray]]
+"""Per component, the values an eviction took so far (joined once, at the end)."""
 
 
 class Evictor(TreeState):
-    """Component ``c`` evicts from its own candidate queue; evicting its value on a node also
-    evicts the values there of every component that depends on it (the cascade, from the
-    specs' declarations: FULL → SWA → MAMBA), and a node its component calls useless
-    afterwards is removed whole — unless it holds host values: then it is *demoted* (its
-    device values go, the node stays, host-only once its primary device value is gone)."""
+    """Component ``c`` evicts from its own candidate queue on the tier; evicting its value on
+    a node also evicts the values there of every component that depends on it (the
+    cascade, from the specs' declarations: FULL → SWA → MAMBA). On the device a node its
+    component calls useless afterwards is removed whole — unless it holds values on a lower
+    tier: then it is *demoted* (its device values go, the node stays, held below alone once
+    its primary device value is gone). Below the device a node is removed once it holds its
+    primary value on no tier."""
 
-    def evict(self, budgets: Sequence[int], pause: Pause | None = None) -> TreeEvict:
-        """Evict, per component, at least ``budgets[c]`` (ledger units) in policy order, or
-        everything evictable. Returns the freed slots per component. With ``pause``, stops
-        at the first candidate it names (``TreeEvict.paused``; nothing of it evicted) so the
-        controller can back it up and call again. Cost: O(log n) per evicted node. Raises
-        :class:`ConfigError` if ``budgets`` has the wrong length."""
-        self._check_budgets(budgets)
-        freed: list[list[np.ndarray]] = [[] for _ in self.components]
+    def evict(self, budgets: Sequence[int], pause: Pause | None = None, *,
+              tier: int = DEVICE, dropping: Dropping | None = None) -> TreeEvict:
+        """Evict ``tier``'s values, per component at least ``budgets[c]`` (ledger units), in
+        its policy order (below the device, the primary's puts the nodes held only there
+        first), or everything evictable; locked nodes are skipped (a lock protects every
+        tier, and an in-flight copy holds one). With ``pause``, stops at the first
+        candidate it names (``TreeEvict.paused``; nothing of it evicted) so the controller
+        can back it up and call again; each value is told to ``dropping`` before it goes.
+        Returns the freed slots per component. Cost: O(log n) per evicted node. Raises
+        :class:`ConfigError` for the wrong number of budgets or a tier the tree lacks."""
+        if len(budgets) != len(self.components):
+            raise ConfigError(f"expected {len(self.components)} budgets, got {len(budgets)}")
+        # locked candidates: the device parks them (unlock puts them back); below, they go
+        # back into the queue at the end of the call
+        if tier == DEVICE:
+            on, parks = self.device, True
+        else:
+            on, parks = self._tier_below(tier), False
+        freed: Freed = [[] for _ in self.components]
         evicted = [0] * len(self.components)
-        for component, queue in zip(self.components, self.queues):
-            index = component.index
-            while evicted[index] < budgets[index]:
+        for index, queue in enumerate(on.queues):
+            budget, skipped = budgets[index], []
+            while evicted[index] < budget:
                 node = queue.pop()
                 if node is None:
                     break
                 if node.locks[index]:
-                    queue.park(node)
+                    if parks:
+                        queue.park(node)
+                    else:
+                        skipped.append(node)
                     continue
                 if pause is not None and pause(node, index):
                     queue.add(node)
+                    for other in skipped:
+                        queue.add(other)
                     return TreeEvict([self._join(p) for p in freed], evicted, node)
-                self._evict_node(node, index, freed, evicted)
+                self._evict_node(node, index, on, freed, evicted, dropping)
+            for node in skipped:
+                queue.add(node)
         return TreeEvict([self._join(parts) for parts in freed], evicted)
 
-    def _check_budgets(self, budgets: Sequence[int]) -> None:
-        if len(budgets) != len(self.components):
-            raise ConfigError(f"expected {len(self.components)} budgets, got {len(budgets)}")
+    def _tier_below(self, tier: int) -> Tier:
+        """The tier numbered ``tier`` below the device; :class:`ConfigError` if the tree
+        has none such."""
+        if type(tier) is not int or not 0 < tier < self.tier_count:
+            raise ConfigError(f"the tree has tiers 0..{self.tier_count - 1}, not {tier!r}")
+        return self.tiers[tier]
 
-    def _evict_node(
-        self, node: Node, first: int, freed: list[list[np.ndarray]], evicted: list[int]
-    ) -> None:
-        self._drop(node, first, "budget", freed, evicted)
-        cascade = self.cascade[first]
-        for index in cascade:
-            self._drop(node, index, "cascade", freed, evicted)
-        if not self.components[first].removes_node(node):
+    def _evict_node(self, node: Node, first: int, tier: Tier, freed: Freed,
+                    evicted: list[int], dropping: Dropping | None) -> None:
+        drop = self._drop
+        drop(node, first, "budget", tier, freed, evicted, dropping)
+        for index in self.cascade[first]:
+            drop(node, index, "cascade", tier, freed, evicted, dropping)
+        if not tier.removes[first](node):
             self._refresh(node)
-            if self.tiers > 1 and node.parent is not None and node.parent.parent is not None:
-                self._refresh(node.parent)  # host-only children: it may be a leaf now
+            if self.lower and node.parent is not None and node.parent.parent is not None:
+                self._refresh(node.parent)  # held below alone: it may be a leaf now
             return
-        if self.tiers > 1 and self._holds_host(node):
-            self._demote(node, first, freed, evicted)
+        if self.lower and self._held_elsewhere(node, tier):
+            self._demote(node, first, tier, freed, evicted, dropping)
             return
         for index in self._removal[first]:
-            self._drop(node, index, "removal", freed, evicted)
+            drop(node, index, "removal", tier, freed, evicted, dropping)
         self._remove_up(node, freed, evicted)
 
-    def _demote(
-        self, node: Node, first: int, freed: list[list[np.ndarray]], evicted: list[int]
-    ) -> None:
-        """Keep a node with host values that eviction would have removed: without its
-        primary device value it keeps no device value at all (host-only)."""
-        if node.values[PRIMARY] is None:
+    def _held_elsewhere(self, node: Node, tier: Tier) -> bool:
+        """Whether ``node`` holds a value on a tier other than ``tier``."""
+        return any(other.holds_any(node) for other in self.tiers if other is not tier)
+
+    def _demote(self, node: Node, first: int, tier: Tier, freed: Freed, evicted: list[int],
+                dropping: Dropping | None) -> None:
+        """Keep a node with values on another tier that eviction would have removed: without
+        its primary value on ``tier`` it keeps no value there at all."""
+        if tier.value(node, PRIMARY) is None:
             for index in self._removal[first]:
-                self._drop(node, index, "removal", freed, evicted)
+                self._drop(node, index, "removal", tier, freed, evicted, dropping)
         self._refresh(node)
         parent = node.parent
         if parent is not None and parent.parent is not None:
-            self._refresh(parent)  # it may have become a device leaf
+            self._refresh(parent)  # it may have become a leaf on that tier
 
-    def _remove_up(
-        self, node: Node, freed: list[list[np.ndarray]], evicted: list[int]
-    ) -> None:
-        """Remove ``node`` (it holds nothing more), then every ancestor made useless."""
+    def _remove_up(self, node: Node, freed: Freed, evicted: list[int]) -> None:
+        """Remove ``node`` (it holds nothing more), then every ancestor made useless (one
+        holds device values alone: a node holding a value below is never useless)."""
         parent = node.parent
         self._remove(node)
-        while parent is not None and self._useless(parent):
-            for index in range(len(self.components)):
-                self._drop(parent, index, "removal", freed, evicted)
+        # bench evict: a parent with children left is kept without a call
+        while parent is not None and not parent.children and self._useless(parent):
+            for index in self._indices:
+                self._drop(parent, index, "removal", self.device, freed, evicted, None)
             node, parent = parent, parent.parent
             self._remove(node)
 
-    def _holds_host(self, node: Node) -> bool:
-        count = len(self.components)
-        return any(value is not None for value in node.values[count : 2 * count])
-
     def _useless(self, node: Node) -> bool:
         """An unlocked leaf (not a root) that some component can never end a match in (a
-        node holding host values is kept for load-back)."""
+        node holding values below the device is kept for load-back)."""
         if node.parent is None or node.children or any(node.locks) or node.id not in self.nodes:
             return False
-        if self.tiers > 1 and self._holds_host(node):
+        if self.lower and self._held_elsewhere(node, self.device):
             return False
         return any(component.useless_leaf(node) for component in self.components)
 
-    def _drop(
-        self, node: Node, index: int, reason: str, freed: list[list[np.ndarray]],
-        evicted: list[int],
-    ) -> None:
-        """Evict component ``index``'s device value on ``node``, if it holds one."""
-        # bench evict: the device tier on its own path (3579 -> 3376 opcodes a call, full
-        # page 1, bench opcodes); a device value's slot is its component's index
-        value = node.values[index]
-        if value is None:
-            return
-        component = self.components[index]
-        if self.log.enabled and component.publishes_events:
-            self.log.removed(node, self.config.medium)
-        size = component.value_size(node)
-        self.cached[index] -= size
-        if node.locks[index]:
-            self.protected[index] -= size
-        self.evicted[index][reason] += size
-        evicted[index] += size
-        freed[index].append(value)
-        values = node.values.copy()  # a new list: match results keep the old one (see Node)
-        values[index] = None
-        node.values = values
-        self.holes[index] += 1
-
-    def _drop_host(
-        self, node: Node, index: int, reason: str, freed: list[list[np.ndarray]],
-        evicted: list[int], dropping: Dropping | None,
-    ) -> None:
-        """Evict component ``index``'s host value on ``node``, if it holds one (told to
-        ``dropping`` first)."""
-        slot = value_slot(index, HOST, len(self.components))
+    def _drop(self, node: Node, index: int, reason: str, tier: Tier, freed: Freed,
+              evicted: list[int], dropping: Dropping | None) -> None:
+        """Evict component ``index``'s value on ``node`` on ``tier``, if it holds one (told
+        to ``dropping`` first)."""
+        slot = tier.slots[index]
         value = node.values[slot]
         if value is None:
             return
-        component = self.components[index]
         if dropping is not None:
             dropping(node, index, value)
-        if self.log.enabled and component.publishes_events:
-            self.log.removed(node, "CPU")
-        size = component.value_size(node)
-        ledger = self.ledgers[HOST]
-        ledger.cached[index] -= size
-        self.host_evicted[index][reason] += size
+        if self.log.enabled and self.components[index].publishes_events:
+            self.log.removed(node, tier.medium)
+        sizer = self._sizes[index]  # bench evict: no call for a per-token value's size
+        size = node.length if sizer is None else sizer(node)
+        tier.cached[index] -= size
+        if node.locks[index] and tier.keeps_protected:
+            tier.protected[index] -= size
+        tier.evicted[index][reason] += size
         evicted[index] += size
         freed[index].append(value)
-        values = node.values.copy()
+        values = node.values.copy()  # a new list: match results keep the old one (see Node)
         values[slot] = None
         node.values = values
-        ledger.holes[index] += 1
+        tier.holes[index] += 1
 
     def _remove(self, node: Node) -> None:
         """Unlink a node that holds no value and has no children."""
@@ -171,17 +170,17 @@ class Evictor(TreeState):
         assert parent is not None and not node.children
         del parent.children[node.key[: self.page_bytes]]
         del self.nodes[node.id]
-        holes = self.holes  # bench evict: the device ledger first, the host's only if any
-        for index in self._indices:
-            holes[index] -= 1
+        # bench evict: the device tier first, the others' only if any; every component's
+        # hole count in one C loop, in place (the lists are the tiers')
+        holes, ones = self.holes, self._ones
+        holes[:] = map(sub, holes, ones)
         for queue in self.queues:
             queue.discard(node)
-        if self.tiers > 1:
-            holes = self.ledgers[HOST].holes
-            for index in self._indices:
-                holes[index] -= 1
-            for queue in self.host_queues:
-                queue.discard(node)
+        if self.lower:
+            for tier in self.lower:
+                tier.holes[:] = map(sub, tier.holes, ones)
+                for queue in tier.queues:
+                    queue.discard(node)
         if parent.parent is None and not parent.children:
             self._drop_root(parent)
         else:
@@ -191,47 +190,3 @@ class Evictor(TreeState):
         """Forget an empty namespace (per-request salts would otherwise pile up roots)."""
         del self.roots[root.namespace]
         del self.nodes[root.id]
-
-    # ------------------------------------------------------------------ host tier
-
-    def evict_host(self, budgets: Sequence[int], dropping: Dropping | None = None) -> TreeEvict:
-        """Evict host values, per component at least ``budgets[c]`` (ledger units), in the
-        host order (the primary's: host-only nodes first, each in policy order), skipping
-        locked nodes (a lock protects every tier, and an in-flight copy holds one). The
-        cascade applies on the host tier; a host-only node that loses its primary host
-        value is removed. Each value is told to ``dropping`` before it goes. Returns the
-        freed host slots per component. Cost: O(log n) per node. Raises
-        :class:`ConfigError` for the wrong number of budgets."""
-        self._check_budgets(budgets)
-        freed: list[list[np.ndarray]] = [[] for _ in self.components]
-        evicted = [0] * len(self.components)
-        for index, queue in enumerate(self.host_queues):
-            skipped = []
-            while evicted[index] < budgets[index]:
-                node = queue.pop()
-                if node is None:
-                    break
-                if node.locks[index]:
-                    skipped.append(node)
-                    continue
-                self._evict_host_node(node, index, freed, evicted, dropping)
-            for node in skipped:
-                queue.add(node)
-        return TreeEvict([self._join(parts) for parts in freed], evicted)
-
-    def _evict_host_node(
-        self, node: Node, first: int, freed: list[list[np.ndarray]], evicted: list[int],
-        dropping: Dropping | None,
-    ) -> None:
-        self._drop_host(node, first, "budget", freed, evicted, dropping)
-        for index in self.cascade[first]:
-            self._drop_host(node, index, "cascade", freed, evicted, dropping)
-        if node.values[PRIMARY] is None and node.values[len(self.components) + PRIMARY] is None:
-            for index in range(len(self.components)):
-                self._drop_host(node, index, "removal", freed, evicted, dropping)
-            self._remove_up(node, freed, evicted)
-            return
-        self._refresh(node)
-        parent = node.parent
-        if parent is not None and parent.parent is not None:
-            self._refresh(parent)  # it may have become a host leaf

@@ -137,7 +137,7 @@ class Inserter(TreeState):
                 changed[node.id] = node
             freed.append(duplicates)
         if not self.policy.monotone:
-            for queue in (*self.queues, *self.host_queues):
+            for queue in [queue for tier in self.tiers for queue in tier.queues]:
                 for node in path:
                     queue.touch(node)
         for node in list(changed.values()):
@@ -198,13 +198,13 @@ class Inserter(TreeState):
     def _add_leaf(self, parent: Node, key: bytes, priority: int, ttl: int) -> Node:
         # bench insert: the parent's end read inline (no property call)
         leaf = Node(next(self._ids), parent, key, parent.start + parent.length,
-                    len(key) // self.unit, len(self.components), parent.namespace, self.tiers)
+                    len(key) // self.unit, len(self.components), parent.namespace, self.tier_count)
         leaf.created = leaf.last_access = self.tick
         leaf.priority, leaf.ttl = priority, ttl
         parent.children[key[: self.page_bytes]] = leaf
         self.nodes[leaf.id] = leaf
-        for ledger in self.ledgers:  # bench insert: no range() per ledger
-            holes = ledger.holes
+        for tier in self.tiers:  # bench insert: no range() per tier
+            holes = tier.holes
             for index in self._indices:
                 holes[index] += 1
         return leaf

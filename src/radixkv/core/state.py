@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -14,15 +13,14 @@ from .config import TreeConfig
 from .event_log import EventLog
 from .keys import TOKEN_BYTES, Namespace
 from .node import Node
-from .policy import EvictionQueue, HostOnlyFirst, make_policy
-from .tiers import DEVICE, HOST, PRIMARY, value_slot
+from .policy import make_policy
+from .tiers import DEVICE, HOST_MEDIUM, Tier
 from .types import InFlight, Lock
 
 if TYPE_CHECKING:  # components import the node module of this package
     from ..components.base import Component
 
 NO_SLOTS = np.zeros(0, dtype=np.int64)
-EVICTION_REASONS = ("budget", "cascade", "removal")
 
 _NODE_IDS = itertools.count(1)
 """Node ids of every tree in the process: a handle from another cache is never a node of
@@ -40,26 +38,6 @@ def lock_mode(component: Component) -> str:
     if component.pins_window and component.per_token:
         return WINDOW
     return NODE if component.pins_end_node else BOUNDARY
-
-
-class TierLedger:
-    """One tier's ledgers: ``cached[c]`` is the size of every value of component ``c`` on
-    the tier, ``protected[c]`` the part on nodes it has locked, ``holes[c]`` how many nodes
-    (roots aside) lack its value there."""
-
-    __slots__ = ("cached", "holes", "protected")
-
-    def __init__(self, count: int) -> None:
-        self.cached = [0] * count
-        self.protected = [0] * count
-        self.holes = [0] * count
-
-
-def _bound(component: Component, slot: int) -> Component:
-    """A copy of ``component`` whose rules read value slot ``slot`` (another tier's)."""
-    view = copy.copy(component)
-    view.index = slot
-    return view
 
 
 def _dependencies(components: Sequence[Component]) -> list[tuple[int, ...]]:
@@ -92,10 +70,9 @@ def _dependents(depends: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
 class TreeState:
     """Nodes, roots, queues, ledgers, locks and the clock of one tree.
 
-    Ledgers: ``cached[c]`` is the size of every value of component ``c``; ``protected[c]``
-    the part on nodes it has locked. ``evicted[c][reason]`` counts what eviction took, by
-    reason: ``budget`` (asked for), ``cascade`` (a lighter value on a node that lost a
-    heavier one), ``removal`` (a node removed whole); it survives ``reset()``.
+    Each :class:`~radixkv.core.tiers.Tier` keeps its ledger, candidate queues and evicted
+    counts; ``cached``, ``protected``, ``holes``, ``queues`` and ``evicted`` are the device
+    tier's, by short names (the hot paths read them).
     """
 
     def __init__(self, config: TreeConfig, components: Sequence[Component]) -> None:
@@ -106,16 +83,25 @@ class TreeState:
         self.unit = 2 * TOKEN_BYTES if config.bigram else TOKEN_BYTES
         self.page_bytes = self.page_size * self.unit
         self.components = list(components)
-        self.tiers = config.tiers
-        self.width = len(self.components) * self.tiers
-        """Slots of ``Node.values``: one per component and tier."""
+        count = len(self.components)
         for index, component in enumerate(self.components):
             component.bind(index, config.page_size)
-        self._views = [self.components] + [
-            [_bound(c, value_slot(c.index, tier, len(self.components))) for c in self.components]
-            for tier in range(1, self.tiers)]
-        self._slot_views = [view for views in self._views for view in views]
+        self.policy = make_policy(config.policy)
+        self.tiers = tuple(Tier(index, self.components, HOST_MEDIUM if index else config.medium,
+                                self.policy, config.tiers) for index in range(config.tiers))
+        """The tree's tiers, the device's first (see :mod:`radixkv.core.tiers`)."""
+        self.device = self.tiers[DEVICE]
+        self.lower = self.tiers[1:]
+        """The tiers below the device (none without a host tier)."""
+        self.tier_count = len(self.tiers)
+        self.width = count * self.tier_count
+        """Slots of ``Node.values``: one per component and tier."""
+        self._slot_views = [view for tier in self.tiers for view in tier.views]
         """Per slot of ``Node.values``, the component view that reads it."""
+        owners = {tier.slot(index): (tier, index)
+                  for tier in self.tiers for index in range(count)}
+        self._slot_owners = [owners[slot] for slot in range(self.width)]
+        """Per slot of ``Node.values``, its (tier, component)."""
         self.depends = _dependencies(self.components)
         """Per component, the indices of the components it depends on (its spec says)."""
         self.cascade = _dependents(self.depends)
@@ -124,7 +110,6 @@ class TreeState:
                                if i != first and i not in self.cascade[first])
                          for first in range(len(self.components))]
         """Per component, the others' values that go when its eviction removes the node."""
-        self.policy = make_policy(config.policy)
         self._lock_modes = [lock_mode(c) for c in self.components]
         self._lock_plan = tuple(zip(range(len(self.components)), self._lock_modes,
                                     self.components))
@@ -140,14 +125,12 @@ class TreeState:
         self._whole_when_complete = [c for c in self.components if c.whole_when_complete]
         self._never_whole = [c for c in self.components if not c.whole_when_complete]
         """Components whose usable_length a match always asks (MAMBA)."""
-        self.queues = [EvictionQueue(self.policy) for _ in self.components]
-        self._candidacy = tuple(zip(self.components, self.queues))
+        self.queues = self.device.queues
+        """Per component, its device candidate queue (the device tier's, by a short name)."""
+        self._candidacy = self.device.candidacy
         """Per component, the component and its candidate queue (what a refresh walks)."""
         self._indices = range(len(self.components))
-        self.host_queues = [] if self.tiers == 1 else [
-            EvictionQueue(HostOnlyFirst(self.policy) if index == PRIMARY else self.policy)
-            for index in range(len(self.components))]
-        """Per component, the candidates for host eviction (none without a host tier)."""
+        self._ones = (1,) * len(self.components)
         self.copying: dict[int, list[InFlight]] = {}
         """Node id -> the in-flight copies writing to the node (see :class:`InFlight`)."""
         self._parked = [queue.parked for queue in self.queues]
@@ -155,19 +138,17 @@ class TreeState:
         self._owner = object()
         self._ids = _NODE_IDS
         self._lock_ids = itertools.count(1)
-        self.evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
-        self.host_evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in self.components]
-        """As :attr:`evicted`, for host values."""
+        self.evicted = self.device.evicted
+        """The device tier's evicted counts, by a short name (see :class:`Tier`)."""
         self._init_state()
 
     def _init_state(self) -> None:
-        count = len(self.components)
         self.roots: dict[Namespace, Node] = {}
         self.nodes: dict[int, Node] = {}
         self.live_locks: dict[int, Lock] = {}
-        self.ledgers = [TierLedger(count) for _ in range(self.tiers)]
-        """Per tier, the size ledgers and hole counts of its values."""
-        device = self.ledgers[DEVICE]
+        for tier in self.tiers:
+            tier.reset()
+        device = self.device
         # bench insert/match_prefix: the device ledger's lists under short names
         self.cached, self.protected, self.holes = device.cached, device.protected, device.holes
         self.tick = 0
@@ -176,15 +157,15 @@ class TreeState:
 
     def value(self, node: Node, index: int, tier: int = DEVICE) -> np.ndarray | None:
         """Component ``index``'s value on ``node`` on ``tier`` (``None``: it holds none)."""
-        return node.values[value_slot(index, tier, len(self.components))]
+        return self.tiers[tier].value(node, index)
 
     def has(self, node: Node, index: int, tier: int = DEVICE) -> bool:
         """Whether ``node`` holds a value of component ``index`` on ``tier``."""
-        return node.values[value_slot(index, tier, len(self.components))] is not None
+        return self.tiers[tier].value(node, index) is not None
 
     def view(self, index: int, tier: int = DEVICE) -> Component:
         """Component ``index`` bound to ``tier``'s value slot (its rules read that tier)."""
-        return self._views[tier][index]
+        return self.tiers[tier].views[index]
 
     def root(self, namespace: Namespace) -> Node:
         """The root of ``namespace``, created on first use (a root holds no key or value).
@@ -192,7 +173,7 @@ class TreeState:
         root = self.roots.get(namespace)
         if root is None:
             root = Node(next(self._ids), None, b"", 0, 0, len(self.components), namespace,
-                        self.tiers)
+                        self.tier_count)
             self.roots[namespace] = root
             self.nodes[root.id] = root
         return root
@@ -237,15 +218,15 @@ class TreeState:
         if self.log.enabled and self.components[index].publishes_events:
             self.log.stored(node)
 
-    def _set_host_value(self, node: Node, index: int, value: np.ndarray) -> None:
-        """Give ``node`` a host value of component ``index`` it lacks, with its ledgers (no
-        ``protected`` there; the controller announces it once its copy is acknowledged)."""
-        slot = value_slot(index, HOST, len(self.components))
+    def _set_below(self, tier: Tier, node: Node, index: int, value: np.ndarray) -> None:
+        """Give ``node`` a value of component ``index`` it lacks on ``tier``, below the
+        device, with its ledger (no ``protected`` there; the controller announces it once
+        its copy is acknowledged)."""
+        slot = tier.slot(index)
         assert node.values[slot] is None, "a value is never replaced in place"
         node.values[slot] = value
-        ledger = self.ledgers[HOST]
-        ledger.holes[index] -= 1
-        ledger.cached[index] += self.components[index].value_size(node)
+        tier.holes[index] -= 1
+        tier.cached[index] += self.components[index].value_size(node)
 
     def _refresh(self, node: Node) -> None:
         """Put ``node`` in or out of each component's candidate queue."""
@@ -256,17 +237,18 @@ class TreeState:
                     queue.add(node)
             elif node.id in queue.members:
                 queue.discard(node)
-        if self.host_queues:
-            self._refresh_host(node)
+        if self.lower:
+            self._refresh_lower(node)
 
-    def _refresh_host(self, node: Node) -> None:
-        """Put ``node`` in or out of each host candidate queue (re-keyed: whether it is
-        host-only is part of the primary's host order)."""
-        for view, queue in zip(self._views[HOST], self.host_queues):
-            if view.is_candidate(node):
-                queue.add(node)
-            elif node.id in queue.members:
-                queue.discard(node)
+    def _refresh_lower(self, node: Node) -> None:
+        """Put ``node`` in or out of each candidate queue of the tiers below the device
+        (re-keyed: whether a node is held there alone is part of the primary's order)."""
+        for tier in self.lower:
+            for view, queue in tier.candidacy:
+                if view.is_candidate(node):
+                    queue.add(node)
+                elif node.id in queue.members:
+                    queue.discard(node)
 
     def _split(self, node: Node, upper_length: int) -> Node:
         """Cut ``node`` after ``upper_length`` elements; ``node`` stays the lower half (its
@@ -275,15 +257,15 @@ class TreeState:
         parent = node.parent
         assert parent is not None
         upper = Node(next(self._ids), parent, node.key[:cut], node.start, upper_length,
-                     len(self.components), node.namespace, self.tiers)
+                     len(self.components), node.namespace, self.tier_count)
         halves = [view.split_value(value, upper_length)
                   for view, value in zip(self._slot_views, node.values)]
         upper.values = [upper_value for upper_value, _ in halves]
         node.values = [lower_value for _, lower_value in halves]  # a new list (see Node)
         for slot, value in enumerate(upper.values):
             if value is None:
-                tier, index = divmod(slot, len(self.components))
-                self.ledgers[tier].holes[index] += 1
+                tier, index = self._slot_owners[slot]
+                tier.holes[index] += 1
         upper.locks = node.locks.copy()
         upper.last_access, upper.created, upper.hits = node.last_access, node.created, node.hits
         upper.priority, upper.ttl = node.priority, node.ttl
@@ -300,7 +282,7 @@ class TreeState:
             records = self.copying[node.id]
             self.copying[upper.id] = list(records)
             for record in records:
-                record.follow(node, upper, len(self.components))
+                record.follow(node, upper, self.tiers[record.tier])
         self._refresh(upper)
         self._refresh(node)
         return upper

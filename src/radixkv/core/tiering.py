@@ -1,5 +1,6 @@
-"""The tree's side of the host tier: what to back up, what a prefix can use once host values
-count, what a load-back must copy, and placing or taking back values around a copy.
+"""The tree's side of the tiers below the device: what to back up to the host, what a prefix
+can use once every tier's values count, what a load-back must copy, and placing, taking back
+and announcing values around a copy on any tier.
 
 The tree never copies: these operations name nodes and values, and the controller moves
 the bytes (through its copy engine) and tells the tree when a copy is acknowledged. Pure
@@ -8,14 +9,14 @@ unless they say otherwise; each costs O(path depth x components).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from .keys import Namespace
 from .node import Node
 from .state import TreeState
-from .tiers import DEVICE, HOST, PRIMARY
+from .tiers import DEVICE, HOST, PRIMARY, Tier
 from .types import InFlight, TreeMatch
 
 Planned = list[tuple[Node, tuple[int, ...]]]
@@ -23,38 +24,39 @@ Planned = list[tuple[Node, tuple[int, ...]]]
 
 
 class _Merged:
-    """A node as a component's match rules see it when either tier's value counts."""
+    """A node as a component's match rules see it when every tier's value counts (per
+    component, its value on the highest tier that holds one)."""
 
     __slots__ = ("end", "length", "start", "values")
 
-    def __init__(self, node: Node, count: int) -> None:
+    def __init__(self, node: Node, tiers: Sequence[Tier]) -> None:
         values = node.values
-        self.values = [values[i] if values[i] is not None else values[count + i]
-                       for i in range(count)]
+        merged = [values[slot] for slot in tiers[DEVICE].slots]
+        for tier in tiers[1:]:
+            merged = [value if value is not None else values[slot]
+                      for value, slot in zip(merged, tier.slots)]
+        self.values = merged
         self.start, self.length, self.end = node.start, node.length, node.start + node.length
 
 
 class Tiering(TreeState):
-    """Host-tier operations of a tree with two tiers (see :mod:`radixkv.core.tiers`)."""
-
-    def host_value(self, node: Node, index: int) -> np.ndarray | None:
-        return node.values[len(self.components) + index]
+    """Operations across the tiers of a tree (see :mod:`radixkv.core.tiers`)."""
 
     def backup_plan(self, nodes: Iterable[Node]) -> Planned:
         """What backing up ``nodes`` copies to the host: each live node and every ancestor
         without a host copy of the primary (the host set stays closed towards the root),
         top-down, with the components it holds on device but not on the host; a node with
         a backup in flight on itself or above is left out (backed up on a later use). Pure."""
-        count, chosen = len(self.components), set()
+        count, chosen, host = len(self.components), set(), self.tiers[HOST]
         order: list[Node] = []
         for node in nodes:
-            if self.nodes.get(node.id) is not node or self.backing_up_above(node):
+            if self.nodes.get(node.id) is not node or self.copying_above(node, HOST):
                 continue
             chain = []
             current: Node | None = node
             while current is not None and current.parent is not None and \
                     current.id not in chosen:
-                if current is node or current.values[count + PRIMARY] is None:
+                if current is node or host.value(current, PRIMARY) is None:
                     chain.append(current)
                     chosen.add(current.id)
                 current = current.parent
@@ -63,35 +65,35 @@ class Tiering(TreeState):
         planned = []
         for node in order:
             missing = tuple(i for i in range(count) if node.values[i] is not None
-                            and node.values[count + i] is None)
+                            and host.value(node, i) is None)
             if missing:
                 planned.append((node, missing))
         return planned
 
-    def backing_up_above(self, node: Node) -> bool:
-        """Whether a backup still in flight writes to ``node`` or an ancestor: a backup
-        below it waits (should that copy fail, nothing may sit on the host below it)."""
+    def copying_above(self, node: Node, tier: int) -> bool:
+        """Whether a copy to ``tier`` still in flight writes to ``node`` or an ancestor: on
+        the host, a backup below it waits (should that copy fail, nothing may sit on the
+        host below it). Pure, O(depth)."""
         copying = self.copying
         if not copying:
             return False
         current: Node | None = node
         while current is not None:
-            if any(record.tier == HOST for record in copying.get(current.id, ())):
+            if any(record.tier == tier for record in copying.get(current.id, ())):
                 return True
             current = current.parent
         return False
 
-    def host_match(self, key: bytes, namespace: Namespace) -> TreeMatch:
-        """The longest prefix of ``key`` usable by every component when host values count
-        as well as device ones (the match rules run on the merged values); never touches
-        recency or structure."""
+    def match_all_tiers(self, key: bytes, namespace: Namespace) -> TreeMatch:
+        """The longest prefix of ``key`` usable by every component when the values of every
+        tier count, not just the device's (the match rules run on the merged values); never
+        touches recency or structure. O(depth x tiers x components)."""
         node = self.roots.get(namespace)
         if node is None:
             return TreeMatch(0, None, [], 0)
         path, pos = self._walk(node, key)
         branch = pos // self.unit
-        count = len(self.components)
-        merged = [_Merged(n, count) for n in path]
+        merged = [_Merged(n, self.tiers) for n in path]
         length = branch
         while True:
             candidate = length
@@ -107,14 +109,14 @@ class Tiering(TreeState):
         """What a load-back of the prefix ``[0, end)`` ending in ``node`` (a node boundary:
         lock it first) copies to the device: per node, the components whose rules need its
         value (the nodes a lock pins for them) that it holds on the host only. Pure."""
-        count = len(self.components)
+        host = self.tiers[HOST]
         needs: dict[int, tuple[Node, list[int]]] = {}
         for component in self.components:
             index = component.index
             boundary = component.lock_boundary(node, end)
             current = node
             while current.parent is not None and current.start >= boundary:
-                if current.values[index] is None and current.values[count + index] is not None:
+                if current.values[index] is None and host.value(current, index) is not None:
                     needs.setdefault(current.id, (current, []))[1].append(index)
                 current = current.parent
         ordered = sorted(needs.values(), key=lambda entry: entry[0].start)
@@ -141,10 +143,10 @@ class Tiering(TreeState):
     def place(self, node: Node, index: int, tier: int, value: np.ndarray) -> None:
         """Give ``node`` component ``index``'s ``value`` on ``tier`` (a copy's destination:
         the controller copies into it); mutates values, ledgers and queues."""
-        if tier == DEVICE:
+        if tier == DEVICE:  # the insert path's own setter (it publishes the value)
             self._set_value(node, index, value)
         else:
-            self._set_host_value(node, index, value)
+            self._set_below(self.tiers[tier], node, index, value)
         self._refresh(node)
         if node.parent is not None and node.parent.parent is not None:
             self._refresh(node.parent)  # its leaf status on that tier may change
@@ -152,52 +154,48 @@ class Tiering(TreeState):
     def take_back(self, node: Node, index: int, tier: int) -> np.ndarray | None:
         """Remove component ``index``'s value from ``node`` on ``tier`` without counting an
         eviction (a copy into it failed) and return it to be freed; mutates."""
-        slot = tier * len(self.components) + index
+        on = self.tiers[tier]
+        slot = on.slot(index)
         value = node.values[slot]
         if value is None:
             return None
-        ledger = self.ledgers[tier]
         size = self.components[index].value_size(node)
-        ledger.cached[index] -= size
+        on.cached[index] -= size
         if tier == DEVICE and node.locks[index]:
-            ledger.protected[index] -= size
+            on.protected[index] -= size
         if tier == DEVICE and self.log.enabled and self.components[index].publishes_events:
             self.log.removed(node)
         values = node.values.copy()  # a new list: see Node
         values[slot] = None
         node.values = values
-        ledger.holes[index] += 1
+        on.holes[index] += 1
         self._refresh(node)
         if node.parent is not None and node.parent.parent is not None:
             self._refresh(node.parent)
         return value
 
-    def announce_host(self, planned: Planned) -> None:
-        """Publish BlockStored on the host medium for the nodes of ``planned`` (a backup's
-        nodes with the components it wrote, just acknowledged) whose copy wrote an
-        event-publishing component's value: a node that already held it on the host (the
-        batch added another component) was announced before. Top-down."""
+    def announce(self, planned: Planned, tier: int) -> None:
+        """Publish BlockStored on ``tier``'s medium for the nodes of ``planned`` (a copy's
+        nodes with the components it wrote on ``tier``, just acknowledged, or values an L3
+        read placed there) whose copy wrote an event-publishing component's value: a node
+        that already held it there (the batch added another component) was announced
+        before. Top-down."""
         if not self.log.enabled:
             return
         publishing = {c.index for c in self.components if c.publishes_events}
         for node, indices in sorted(planned, key=lambda entry: entry[0].start):
             if self.nodes.get(node.id) is node and publishing.intersection(indices):
-                self.log.stored(node, "CPU")
+                self.log.stored(node, self.tiers[tier].medium)
 
     def protected_on(self, tier: int) -> list[int]:
         """Per component, the size of ``tier``'s values on nodes it has locked; O(nodes)."""
-        if tier == DEVICE:
-            return list(self.protected)
-        count, sizes = len(self.components), [0] * len(self.components)
+        on = self.tiers[tier]
+        if on.keeps_protected:
+            return list(on.protected)
+        sizes = [0] * len(self.components)
         for node in list(self.nodes.values()):  # one C-level copy: safe against a mutator
             for component in self.components:
                 index = component.index
-                if node.locks[index] and node.values[tier * count + index] is not None:
+                if node.locks[index] and on.value(node, index) is not None:
                     sizes[index] += component.value_size(node)
         return sizes
-
-    def all_host_values(self, index: int) -> np.ndarray:
-        """Every host slot component ``index`` holds in the tree, concatenated; O(nodes)."""
-        slot = HOST * len(self.components) + index
-        parts = [n.values[slot] for n in self.nodes.values()]
-        return self._join([part for part in parts if part is not None])

@@ -17,6 +17,7 @@ from .attach import Attacher
 from .events import AllBlocksCleared, KVEvent
 from .keys import Namespace
 from .node import Node
+from .tiers import DEVICE
 from .types import NodeId, TreeMatch
 
 
@@ -114,9 +115,10 @@ class TreeCore(Attacher):
         if self.policy.monotone:  # bench match_prefix: queues re-key lazily at pop
             return
         last, queues = path[-1], self.queues
-        for queue in self.host_queues:
-            for node in path:
-                queue.touch(node)
+        for tier in self.lower:
+            for queue in tier.queues:
+                for node in path:
+                    queue.touch(node)
         for component, queue in zip(self.components, queues):
             # bench match_prefix: a leaf-only component can only hold the last node
             leaf_only = component.leaf_candidates and not self.holes[component.index]
@@ -161,17 +163,17 @@ class TreeCore(Attacher):
         Handles stay unique afterwards (ids keep counting); old handles and receipts become
         stale. Queues AllBlocksCleared when events are on."""
         held = [self.all_values(index) for index in range(len(self.components))]
-        for queue in (*self.queues, *self.host_queues):
-            queue.clear()
         self.copying.clear()
         self._init_state()
         if self.log.enabled:
             self.log.push(AllBlocksCleared())
         return held
 
-    def all_values(self, index: int) -> np.ndarray:
-        """Every slot component ``index`` holds in the tree, concatenated; O(nodes)."""
-        parts = [n.values[index] for n in self.nodes.values()]
+    def all_values(self, index: int, tier: int = DEVICE) -> np.ndarray:
+        """Every slot component ``index`` holds in the tree on ``tier``, concatenated;
+        O(nodes)."""
+        slot = self.tiers[tier].slot(index)
+        parts = [n.values[slot] for n in self.nodes.values()]
         return self._join([part for part in parts if part is not None])
 
     def take_events(self) -> list[KVEvent]:

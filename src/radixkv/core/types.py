@@ -7,6 +7,7 @@ from typing import NewType
 import numpy as np
 
 from .node import Node
+from .tiers import Tier
 
 NodeId = NewType("NodeId", int)
 """Integer handle of a tree node; never reused, not even after ``reset()``."""
@@ -71,11 +72,10 @@ class InFlight:
         self.tier = tier
         self.nodes: dict[int, tuple[Node, tuple[int, ...]]] = {}
 
-    def follow(self, origin: Node, upper: Node, count: int) -> None:
-        """``origin`` was split and ``upper`` is its new upper half (``count``: components):
-        it takes the origin's components whose value the split gave it."""
-        base = self.tier * count
-        indices = tuple(i for i in self.nodes[origin.id][1] if upper.values[base + i] is not None)
+    def follow(self, origin: Node, upper: Node, tier: Tier) -> None:
+        """``origin`` was split and ``upper`` is its new upper half: it takes the origin's
+        components whose value on ``tier`` (this record's) the split gave it."""
+        indices = tuple(i for i in self.nodes[origin.id][1] if tier.value(upper, i) is not None)
         self.nodes[upper.id] = (upper, indices)
 
 

@@ -15,10 +15,6 @@ if TYPE_CHECKING:
     from ..core.node import Node
     from ..core.tree import TreeCore
 
-HOST_MEDIUM = "CPU"
-"""The medium the host tier's pages are announced on (as at a backup's acknowledgement)."""
-
-
 def resident_pages(cache: CacheBase) -> Iterator[BlockStored]:
     """One BlockStored per node and tier on which it holds the value of a publishing
     component (FULL, by default): the device's medium, and with a host tier ``CPU`` for
@@ -34,7 +30,7 @@ def resident_pages(cache: CacheBase) -> Iterator[BlockStored]:
         return
     index = indices[0]
     page_bytes, hasher, bigram = tree.page_bytes, tree.log.hasher, tree.config.bigram
-    media = [(DEVICE, tree.config.medium)] + ([(HOST, HOST_MEDIUM)] if tree.tiers > 1 else [])
+    media = [(tier.index, tier.medium) for tier in tree.tiers]
     for root in list(tree.roots.values()):
         stack: list[tuple[Node, int | None, tuple[int, ...]]] = [
             (child, None, tuple(tier for tier, _ in media))

@@ -14,12 +14,9 @@ from typing import TYPE_CHECKING
 from ..cache.results import CacheStats
 
 if TYPE_CHECKING:
-    from ..cache.results import ComponentStats
+    from ..core.tiers import LedgerStats as _Ledger
     from ..storage.tier_stats import StorageTierStats
-    from ..tiers.stats import HostComponentStats, HostStats
-
-    _Ledger = ComponentStats | HostComponentStats
-    """One component's ledger on one tier (both have the pool and state fields)."""
+    from ..tiers.stats import HostStats
 
 Labels = dict[str, str]
 Sample = tuple[Labels, float]

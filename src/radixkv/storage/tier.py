@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core.hashing import namespace_seed
 from ..core.keys import Namespace
-from ..core.tiers import PRIMARY
+from ..core.tiers import HOST, PRIMARY
 from ..core.tree import TreeCore
 from ..errors import InvariantError, StorageTimeoutError
 from ..tiers.host import HostTierController
@@ -83,7 +83,7 @@ class StorageTierController:
         hashes."""
         unit, page = self.tree.unit, self.page
         end = len(key) // unit
-        served = self.tree.host_match(key, namespace)
+        served = self.tree.match_all_tiers(key, namespace)
         start = served.length
         if end - start < max(self.config.prefetch_threshold, page):
             return None
@@ -96,7 +96,7 @@ class StorageTierController:
         lock = None
         if served.node is not None:
             lock = self.tree.lock_match(served)
-            if not self.tree.host_closed(lock.node):
+            if not self.tree.attachable(lock.node, HOST):
                 self.host.backup([lock.node])
         record = Prefetch(key[: end * unit], namespace, start, keys, lock, tag)
         record.query = self.worker.call(query_job(keys, start // page))  # type: ignore[arg-type]
@@ -172,7 +172,7 @@ class StorageTierController:
 
     def _above_backing_up(self, record: Prefetch) -> bool:
         """Whether the host backup of the prefix above the restore is still in flight."""
-        return record.lock is not None and self.tree.backing_up_above(record.lock.node)
+        return record.lock is not None and self.tree.copying_above(record.lock.node, HOST)
 
     def poll(self) -> None:
         """Advance every prefetch (a query answered: reserve and read; reads done: attach),
@@ -235,8 +235,8 @@ class StorageTierController:
             part = slots[(low - planned_low) * rows : (high - planned_low) * rows]
             runs.append((low * page if component.per_token else cut, part))
             used.append(part)
-        attached = self.tree.attach_host(record.key[: cut * self.tree.unit], record.namespace,
-                                         runs)
+        attached = self.tree.attach(record.key[: cut * self.tree.unit], record.namespace,
+                                    runs, HOST)
         if not attached.nodes:
             self.counters["not_attached"] += 1
         self.counters["restores"] += bool(attached.nodes)

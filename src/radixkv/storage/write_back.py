@@ -31,7 +31,7 @@ class WriteBack:
 
     def __init__(self, tree: TreeCore, writes: StorageWrites) -> None:
         self.tree, self.writes = tree, writes
-        self.count = len(tree.components)
+        self.host = tree.tiers[HOST]
         self.in_store: set[tuple[int, int]] = set()
 
     def restored(self, nodes: Iterable[Node]) -> None:
@@ -95,20 +95,18 @@ class WriteBack:
     def _writable(self, node: Node) -> bool:
         """Whether ``node``'s host rows can be read now: it holds the primary on the host
         and no host backup is writing to it."""
-        if node.values[self.count + PRIMARY] is None:
+        if self.host.value(node, PRIMARY) is None:
             return False
         return not any(record.tier == HOST for record in self.tree.copying.get(node.id, ()))
 
     def _write(self, node: Node) -> None:
-        count = self.count
-        for index in range(count):
-            value = node.values[count + index]
+        for index, slot in enumerate(self.host.slots):
+            value = node.values[slot]
             if value is not None and (node.id, index) not in self.in_store:
                 self.writes.queue(node, index, value)
                 self.in_store.add((node.id, index))
 
     def _mark(self, node: Node) -> None:
-        count = self.count
-        for index in range(count):
-            if node.values[count + index] is not None:
+        for index, slot in enumerate(self.host.slots):
+            if node.values[slot] is not None:
                 self.in_store.add((node.id, index))

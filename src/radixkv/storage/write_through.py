@@ -7,6 +7,7 @@ import numpy as np
 
 from ..core.node import Node
 from ..core.tiering import Planned
+from ..core.tiers import HOST
 from ..core.tree import TreeCore
 from .writes import StorageWrites
 
@@ -17,15 +18,15 @@ class WriteThrough:
 
     def __init__(self, tree: TreeCore, writes: StorageWrites) -> None:
         self.tree, self.writes = tree, writes
-        self.count = len(tree.components)
+        self.host = tree.tiers[HOST]
 
     def backed_up(self, planned: Planned) -> None:
         """Queue the host values a backup just placed, of the nodes still in the tree."""
-        count = self.count
+        host = self.host
         for node, indices in planned:  # top-down (backup_plan): parents are put first
             if self.tree.nodes.get(node.id) is node:
                 for index in indices:
-                    value = node.values[count + index]
+                    value = host.value(node, index)
                     if value is not None:
                         self.writes.queue(node, index, value)
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core.tiers import PRIMARY
+from ..core.tiers import DEVICE, HOST, PRIMARY
 from ..core.tree import TreeCore
 from ..errors import InvariantError
 from .host import HostTierController
@@ -23,7 +23,7 @@ def check_host(host: HostTierController, tree: TreeCore,
     ``reserved``: per component, host slots held outside the tree (L3 reads in flight)."""
     _check_tier_rules(tree)
     for index, pool in enumerate(host.pools):
-        held = tree.all_host_values(index)
+        held = tree.all_values(index, HOST)
         if reserved is not None:
             held = np.concatenate([held, reserved[index]])
         if np.unique(held).size != held.size:
@@ -33,20 +33,20 @@ def check_host(host: HostTierController, tree: TreeCore,
 
 
 def _check_tier_rules(tree: TreeCore) -> None:
-    count = len(tree.components)
+    host = tree.tiers[HOST]
     for node in tree.nodes.values():
         parent = node.parent
         if parent is None:
             continue
-        device, host = node.values[PRIMARY], node.values[count + PRIMARY]
-        if device is None and host is None:
+        device, on_host = node.values[PRIMARY], host.value(node, PRIMARY)
+        if device is None and on_host is None:
             _fail(f"node {node.id} holds its primary value on no tier")
-        if device is None and any(v is not None for v in node.values[:count]):
+        if device is None and tree.tiers[DEVICE].holds_any(node):
             _fail(f"host-only node {node.id} holds a device value")
         if parent.parent is not None:
             if device is not None and parent.values[PRIMARY] is None:
                 _fail(f"node {node.id} is on device below host-only node {parent.id}")
-            if host is not None and parent.values[count + PRIMARY] is None:
+            if on_host is not None and host.value(parent, PRIMARY) is None:
                 _fail(f"node {node.id} is on the host below node {parent.id}, which is not")
 
 

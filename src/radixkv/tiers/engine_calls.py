@@ -140,7 +140,7 @@ def plan_batch(tree: TreeCore, planned: Planned, slots: list[np.ndarray | None],
     the destination slots in plan order), and per node and component the destination value
     to place once the engine took it; pure."""
     count = len(tree.components)
-    source_tier = HOST if tier == DEVICE else DEVICE
+    source = tree.tiers[HOST if tier == DEVICE else DEVICE]
     offsets = [0] * count
     sources: list[list[np.ndarray]] = [[] for _ in range(count)]
     placed = []
@@ -151,9 +151,9 @@ def plan_batch(tree: TreeCore, planned: Planned, slots: list[np.ndarray | None],
             assert part is not None
             placed.append((node, index, part[offsets[index] : offsets[index] + size].copy()))
             offsets[index] += size
-            source = node.values[source_tier * count + index]
-            assert source is not None
-            sources[index].append(source)
+            value = source.value(node, index)
+            assert value is not None
+            sources[index].append(value)
     direction = Direction.TO_HOST if tier == HOST else Direction.TO_DEVICE
     names = [component.name for component in tree.components]
     copies = [Copy(names[i], direction, np.concatenate(sources[i]), part)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core.node import Node
 from ..core.tiering import Planned
-from ..core.tiers import DEVICE, HOST
+from ..core.tiers import DEVICE, HOST, PRIMARY
 from ..core.tree import TreeCore
 from ..core.types import InFlight, Lock
 from ..memory import SlotPool, SlotPoolConfig
@@ -69,6 +69,9 @@ class HostTierController:
         self.note_uses = self._uses_ignored if self.write_back else self._count_uses
         self.due: dict[int, Node] = {}
         """Nodes whose uses reached the threshold, to back up at the next flush."""
+        self.tier = tree.tiers[HOST]
+        """The tree's host tier (where this controller's values sit in a node)."""
+        self.host_primary = self.tier.slot(PRIMARY)
         self.counters = TierCounters(len(shapes))
         self._skip: set[int] = set()
         self.calls = EngineCalls(engine, self.counters, self.records, config.clock)
@@ -87,9 +90,9 @@ class HostTierController:
         """:attr:`note_uses` under a write-through policy."""
         threshold = self.threshold
         assert threshold is not None  # only write-back has none
-        count = len(self.pools)
+        host = self.host_primary
         for node in nodes:
-            if node.hits + 1 >= threshold and node.values[count] is None:
+            if node.hits + 1 >= threshold and node.values[host] is None:
                 self.due[node.id] = node
 
     def flush(self) -> None:
@@ -99,10 +102,10 @@ class HostTierController:
             nodes = list(self.due.values())
             self.due.clear()
             self.backup(nodes)
-            count, tree = len(self.pools), self.tree
+            host, tree = self.host_primary, self.tree
             for node in nodes:
-                if tree.nodes.get(node.id) is node and node.values[count] is None \
-                        and tree.backing_up_above(node):
+                if tree.nodes.get(node.id) is node and node.values[host] is None \
+                        and tree.copying_above(node, HOST):
                     self.due[node.id] = node
 
     def backup(self, nodes: Sequence[Node]) -> CopyRecord | None:
@@ -151,10 +154,11 @@ class HostTierController:
 
     def evict_host(self, budgets: Sequence[int]) -> list[int]:
         """Evict host values, per component at least ``budgets[c]`` units (see
-        :meth:`TreeCore.evict_host`), each told to the sink before it goes, and free their
-        host slots; the units evicted per component."""
+        :meth:`TreeCore.evict` on the host tier), each told to the sink before it goes, and
+        free their host slots; the units evicted per component."""
         sink = self.sink
-        result = self.tree.evict_host(budgets, None if sink is None else sink.dropping)
+        result = self.tree.evict(budgets, tier=HOST,
+                                 dropping=None if sink is None else sink.dropping)
         self.free_host(result.freed)
         return result.evicted
 
@@ -255,7 +259,7 @@ class HostTierController:
                 self._take_back(record)
             elif record.tier == HOST:
                 planned = list(record.nodes.values())
-                self.tree.announce_host(planned)
+                self.tree.announce(planned, HOST)
                 if self.sink is not None:
                     self.sink.backed_up(planned)
             self.tree.untrack(record)
@@ -321,8 +325,7 @@ class HostTierController:
             self._skip.clear()
 
     def _pause(self, node: Node, index: int) -> bool:
-        count = len(self.pools)
-        return node.values[count + index] is None and node.id not in self._skip
+        return self.tier.value(node, index) is None and node.id not in self._skip
 
     def _back_up_before_eviction(self, node: Node) -> None:
         record = self.backup([node])

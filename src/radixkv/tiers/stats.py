@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core.tiers import HOST
+from ..core.tiers import HOST, LedgerStats, ledger_fields
 
 if TYPE_CHECKING:
     from ..core.tree import TreeCore
@@ -13,18 +13,11 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class HostComponentStats:
-    """One component's host ledger, in its units: ``cached`` = ``evictable`` +
-    ``protected`` (host values on nodes it has locked); ``evicted`` by reason, as on
-    device; ``backed_up`` / ``loaded``: units copied to the host / back to the device by
-    acknowledged copies."""
+class HostComponentStats(LedgerStats):
+    """One component's host ledger (:class:`~radixkv.core.tiers.LedgerStats`, as on the
+    device; ``protected``: host values on nodes it has locked) and ``backed_up`` /
+    ``loaded``: units copied to the host / back to the device by acknowledged copies."""
 
-    cached: int
-    evictable: int
-    protected: int
-    pool_capacity: int
-    pool_available: int
-    evicted: dict[str, int]
     backed_up: int
     loaded: int
 
@@ -54,16 +47,12 @@ class HostStats:
 def host_stats(host: HostTierController, tree: TreeCore) -> HostStats:
     """Read the host tier's ledgers and counters; O(nodes) (the host ``protected``
     ledger is summed on demand)."""
-    ledger, counters = tree.ledgers[HOST], host.counters
+    tier, counters = tree.tiers[HOST], host.counters
     protected = tree.protected_on(HOST)
     components = {
         component.name: HostComponentStats(
-            cached=ledger.cached[component.index],
-            evictable=ledger.cached[component.index] - protected[component.index],
-            protected=protected[component.index],
-            pool_capacity=host.pools[component.index].capacity,
-            pool_available=host.pools[component.index].available,
-            evicted=dict(tree.host_evicted[component.index]),
+            *ledger_fields(tier, component.index, protected[component.index],
+                           host.pools[component.index]),
             backed_up=counters.backed_up[component.index],
             loaded=counters.loaded[component.index])
         for component in tree.components}
