@@ -3,13 +3,10 @@ store URLs, and a clear error naming the variable for each bad value (no SGLang 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from radixkv.integrations.sglang.settings import TierSettings, redis_fields, store_from_url
+from radixkv.integrations.sglang.settings import TierSettings
 from radixkv.integrations.sglang.support import UnsupportedConfiguration
-from radixkv.storage import FileStorage, RedisStorage
 
 P = "RADIXKV_SGLANG_"
 
@@ -66,24 +63,3 @@ def test_host_tokens_must_be_whole_pages() -> None:
     settings.check_page(4)
     with pytest.raises(UnsupportedConfiguration, match="not a multiple of the page size 16"):
         settings.check_page(16)
-
-
-def test_redis_urls_give_host_port_db_and_password() -> None:
-    assert redis_fields("redis://:p%40ss@10.0.0.5:6380/3") == {
-        "host": "10.0.0.5", "port": 6380, "db": 3, "password": "p@ss"}
-    assert redis_fields("redis://") == {"host": "127.0.0.1", "port": 6379, "db": 0,
-                                        "password": None}
-    assert redis_fields("redis+unix:///run/redis.sock?db=2") == {
-        "unix_socket": "/run/redis.sock", "db": 2, "password": None}
-
-
-def test_store_urls_build_their_stores(tmp_path: Path) -> None:
-    store = store_from_url(f"file://{tmp_path}", "radixkv")
-    assert isinstance(store, FileStorage)
-    store.close()
-    pytest.importorskip("redis")
-    tcp = store_from_url("redis://:pw@127.0.0.1:6390/3", "fleet")
-    unix = store_from_url(f"redis+unix://{tmp_path}/redis.sock?db=1", "fleet")
-    assert isinstance(tcp, RedisStorage) and isinstance(unix, RedisStorage)
-    for store in (tcp, unix):
-        store.close()

@@ -47,6 +47,7 @@ from sglang.srt.mem_cache.base_prefix_cache import (  # type: ignore[import-not-
 
 from radixkv import CacheConfig, PrefixCache
 from radixkv.errors import StaleHandleError
+from radixkv.integrations.restore import Restorer
 from radixkv.integrations.sglang import NEGATIVE_CONTROL_ENV
 from radixkv.integrations.sglang.allocator import SGLangSlotAllocator, to_numpy, to_torch
 from radixkv.integrations.sglang.events import EventSink, make_sink
@@ -54,7 +55,7 @@ from radixkv.integrations.sglang.handles import Acquired, PrefixHandle, Release
 from radixkv.integrations.sglang.keys import key_length, key_tokens, request_namespace, tokens_of
 from radixkv.integrations.sglang.settings import TierSettings
 from radixkv.integrations.sglang.support import UnsupportedConfiguration
-from radixkv.integrations.sglang.tiers import Restorer, build_tiers
+from radixkv.integrations.sglang.tiers import build_tiers
 
 __all__ = ["RadixKVPrefixCache", "negative_control_mode"]
 
@@ -122,7 +123,7 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
         if key_length(len(tokens), self.is_eagle) < self.page_size:
             return PrefixHandle.root(namespace)
         if restore and self.restorer is not None:
-            found = self.restorer.restore(tokens, namespace, request)
+            found = self.restorer.restore(tokens, namespace, getattr(request, "rid", None))
         else:
             found = self.cache.match(tokens, namespace)
         if found.length == 0:

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
+from radixkv.errors import ConfigError
 from radixkv.integrations.sglang.support import UnsupportedConfiguration
+from radixkv.storage.urls import check_store_url
 
-__all__ = ["TierSettings", "redis_fields", "store_from_url"]
+__all__ = ["TierSettings", "check_storage"]
 
 PREFIX = "RADIXKV_SGLANG_"
 WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
@@ -71,7 +71,7 @@ class TierSettings:
                 f"{PREFIX}STORAGE needs a host tier: set {PREFIX}HOST_TOKENS (L3 pages are "
                 "read into host memory and written from it)")
         if settings.storage is not None:
-            store_from_url(settings.storage, settings.prefix, check_only=True)
+            check_storage(settings.storage)
         return settings
 
     def check_page(self, page_size: int) -> None:
@@ -82,48 +82,12 @@ class TierSettings:
                 f"{page_size}")
 
 
-def store_from_url(url: str, prefix: str, *, check_only: bool = False) -> Any:
-    """The storage backend ``url`` names (see the module's table); with ``check_only``,
-    only check the URL (no client is built: the ``storage`` extra may be missing)."""
-    parts = urlsplit(url)
-    if parts.scheme == "file":
-        if not parts.path:
-            raise UnsupportedConfiguration(f"{PREFIX}STORAGE={url!r}: file:/// needs a path")
-        return None if check_only else _file_store(parts.path)
-    if parts.scheme in ("redis", "redis+unix"):
-        fields = redis_fields(url)
-        return None if check_only else _redis_store(fields, prefix)
-    raise UnsupportedConfiguration(
-        f"{PREFIX}STORAGE={url!r}: the scheme must be redis://, redis+unix:// or file://")
-
-
-def redis_fields(url: str) -> dict[str, Any]:
-    """The ``RedisStorageConfig`` fields of a ``redis://`` or ``redis+unix://`` URL."""
-    parts = urlsplit(url)
-    password = unquote(parts.password) if parts.password else None
+def check_storage(url: str) -> None:
+    """A store URL as :mod:`radixkv.storage.urls` takes it, or an error naming the variable."""
     try:
-        if parts.scheme == "redis+unix":
-            db = int(parse_qs(parts.query).get("db", ["0"])[0])
-            if not parts.path:
-                raise ValueError("no socket path")
-            return {"unix_socket": parts.path, "db": db, "password": password}
-        db = int(parts.path.strip("/") or 0)
-        return {"host": parts.hostname or "127.0.0.1", "port": parts.port or 6379, "db": db,
-                "password": password}
-    except ValueError as error:
-        raise UnsupportedConfiguration(f"{PREFIX}STORAGE={url!r}: {error}") from None
-
-
-def _redis_store(fields: dict[str, Any], prefix: str) -> Any:
-    from radixkv.storage import RedisStorage, RedisStorageConfig
-
-    return RedisStorage(RedisStorageConfig(prefix=prefix, **fields))
-
-
-def _file_store(path: str) -> Any:
-    from radixkv.storage import FileStorage, FileStorageConfig
-
-    return FileStorage(FileStorageConfig(root=path))
+        check_store_url(url)
+    except ConfigError as error:
+        raise UnsupportedConfiguration(f"{PREFIX}STORAGE={error}") from None
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

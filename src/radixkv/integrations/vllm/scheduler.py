@@ -44,10 +44,10 @@ import numpy as np
 
 from radixkv import Lease, PrefixCache
 from radixkv.errors import EngineError, OutOfSlotsError
+from radixkv.integrations.restore import Restorer
 from radixkv.integrations.vllm.host_copies import RowCopyEngine
 from radixkv.integrations.vllm.keys import Namespace, cacheable, namespace_of
 from radixkv.integrations.vllm.plan import StepPlan, Transfer, vllm_slots
-from radixkv.integrations.vllm.tiers import Restorer
 
 __all__ = ["RequestView", "SchedulerSide"]
 
