@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from radixkv.cache.base import CopyAcks
+from radixkv.cache.copy_acks import CopyAcks
 from radixkv.core.node import Node
 from radixkv.core.tiers import HOST
 from radixkv.tiers import HostTier

@@ -32,6 +32,7 @@ from . import inspection
 from .allocation import Allocation, AllocationState
 from .arguments import as_int
 from .config import CacheConfig
+from .copy_acks import CopyAcks
 from .detached import DetachedSlots
 from .lease import Lease, LeaseState
 from .lost_hits import count_lost
@@ -55,20 +56,6 @@ class _Owner:
 
     def __deepcopy__(self, memo: object) -> _Owner:
         return self
-
-
-class CopyAcks:
-    """The cache's :class:`~radixkv.tiers.parts.CopyListener`, handed to the host tier at
-    construction: a part of its own, so that the cache's public surface stays the request
-    API. The host tier calls it alone."""
-
-    __slots__ = ("_cache",)
-
-    def __init__(self, cache: CacheBase) -> None:
-        self._cache = cache
-
-    def copy_reported(self, record: CopyRecord, ok: bool) -> None:
-        self._cache._copy_reported(record, ok)
 
 
 class CacheBase:
