@@ -29,11 +29,11 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Client, Connection
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from .processes import kill_group
+from .processes import close_worker, connect_worker
 
 WORKER = Path(__file__).with_name("_engine_worker.py")
 
@@ -144,14 +144,11 @@ class EngineProcess:
         log.close()
         _LIVE.add(self)
         try:
-            while not os.path.exists(address):
-                if self._proc.poll() is not None:
-                    raise EngineError(f"engine worker exited ({self._proc.returncode}) "
-                                      f"before listening\n{self.log_tail()}")
-                if time.monotonic() - t0 > START_TIMEOUT_S:
-                    raise EngineError(f"engine worker did not listen\n{self.log_tail()}")
-                time.sleep(0.05)
-            self._conn = Client(address, family="AF_UNIX", authkey=authkey)
+            conn = connect_worker(self._proc, address, authkey, t0 + START_TIMEOUT_S)
+            if conn is None:
+                raise EngineError(f"engine worker exited ({self._proc.returncode}) or did "
+                                  f"not listen\n{self.log_tail()}")
+            self._conn = conn
             reply = self._recv(START_TIMEOUT_S - (time.monotonic() - t0), "start")
             self.startup_s = time.monotonic() - t0
             self.info = reply
@@ -161,22 +158,9 @@ class EngineProcess:
 
     def close(self) -> None:
         """Shut the engine down (politely, then by killing its process group)."""
-        proc, conn = self._proc, self._conn
-        self._conn = None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.send({"op": "shutdown"})
-                if conn.poll(60):
-                    conn.recv()
-            with contextlib.suppress(Exception):
-                conn.close()
-        if proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=30)
-            kill_group(proc.pid)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
-            self._proc = None
+        proc, conn, self._conn = self._proc, self._conn, None
+        close_worker(proc, conn)
+        self._proc = None
         _LIVE.discard(self)
 
     def __enter__(self) -> EngineProcess:

@@ -15,6 +15,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +169,35 @@ _LIVE: set[Process] = set()
 def _close_all() -> None:
     for process in list(_LIVE):
         process.close()
+
+
+def connect_worker(proc: subprocess.Popen[bytes], address: str, authkey: bytes,
+                   deadline: float) -> Connection | None:
+    """A connection to an engine worker's unix socket once it listens, or ``None`` when the
+    worker exited or ``deadline`` (``time.monotonic()``) passed first. The socket file
+    appears at bind, before the worker listens, so a refused connection is tried again."""
+    while proc.poll() is None and time.monotonic() < deadline:
+        if os.path.exists(address):
+            try:
+                return Client(address, family="AF_UNIX", authkey=authkey)
+            except (ConnectionRefusedError, FileNotFoundError):
+                pass
+        time.sleep(0.05)
+    return None
+
+
+def close_worker(proc: subprocess.Popen[bytes] | None, conn: Connection | None) -> None:
+    """Ask an engine worker to shut down (a minute to answer), then kill its process group."""
+    if conn is not None:
+        with contextlib.suppress(Exception):
+            conn.send({"op": "shutdown"})
+            if conn.poll(60):
+                conn.recv()
+        with contextlib.suppress(Exception):
+            conn.close()
+    if proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=30)
+        kill_group(proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)

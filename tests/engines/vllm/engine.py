@@ -11,7 +11,6 @@ every wait is bounded. Imports neither torch nor vLLM.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import secrets
@@ -20,12 +19,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from multiprocessing.connection import Client, Connection
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from ..harness import Result
-from ..processes import kill_group
+from ..processes import close_worker, connect_worker
 
 WORKER = Path(__file__).with_name("_vllm_worker.py")
 BLOCK_SIZE = 32  # vLLM's CPU attention needs a multiple of 32
@@ -99,36 +98,17 @@ class VLLMEngine:
             raise
 
     def _connect(self, address: str, authkey: bytes, t0: float) -> Connection:
-        """Connect once the worker listens: its socket file appears at bind, before it
-        listens, so a refused connection is retried until the start timeout."""
         assert self._proc is not None
-        while True:
-            if self._proc.poll() is not None or time.monotonic() - t0 > START_TIMEOUT_S:
-                raise VLLMError(f"the vLLM worker did not start\n{self.log_tail()}")
-            if os.path.exists(address):
-                try:
-                    return Client(address, family="AF_UNIX", authkey=authkey)
-                except (ConnectionRefusedError, FileNotFoundError):
-                    pass
-            time.sleep(0.05)
+        conn = connect_worker(self._proc, address, authkey, t0 + START_TIMEOUT_S)
+        if conn is None:
+            raise VLLMError(f"the vLLM worker did not start\n{self.log_tail()}")
+        return conn
 
     def close(self) -> None:
         """Ask the worker to stop, then kill its process group."""
         proc, conn, self._conn = self._proc, self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.send({"op": "shutdown"})
-                if conn.poll(60):
-                    conn.recv()
-            with contextlib.suppress(Exception):
-                conn.close()
-        if proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=30)
-            kill_group(proc.pid)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
-            self._proc = None
+        close_worker(proc, conn)
+        self._proc = None
         _LIVE.discard(self)
 
     def __enter__(self) -> VLLMEngine:
