@@ -18,7 +18,7 @@ class LoadBack(CacheBase):
     """The load-back half of admit, and the readiness check of running leases."""
 
     def _copy_reported(self, record: CopyRecord, ok: bool) -> None:
-        """What the host tier tells the cache's :class:`~.base.CopyAcks`: a
+        """What the host tier tells the cache's :class:`~.copy_acks.CopyAcks`: a
         batch is about to be applied; a lease waiting for it is ready once it waits for
         nothing more, and fails (its slots freed, its lock released) if the copy failed."""
         for lease in self._waiting.pop(record.ticket, ()):
