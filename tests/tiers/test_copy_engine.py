@@ -130,7 +130,7 @@ def test_a_bad_engine_config_is_refused(config: dict[str, object]) -> None:
 def test_register_refuses_an_unknown_tier_or_a_non_array() -> None:
     engine = NumpyCopyEngine()
     with pytest.raises(InvalidArgumentError, match="tier must be one of"):
-        engine.register("full", "disk", np.zeros(4))
+        engine.register("full", "nvme", np.zeros(4))
     with pytest.raises(InvalidArgumentError, match="slot axis first"):
         engine.register("full", "host", [1, 2])  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="slot axis first"):

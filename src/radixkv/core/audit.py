@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import InvariantError
 from .node import Node
+from .tiers import PRIMARY
 from .tree import TreeCore
 
 
@@ -25,9 +26,33 @@ def check_tree(tree: TreeCore) -> None:
     _check_locks(tree)
     _check_queues(tree)
     _check_lower_queues(tree)
+    if tree.lower:
+        check_tier_rules(tree)
     _check_ledgers(tree)
     _check_holes(tree)
     _check_no_double_slots(tree)
+
+
+def check_tier_rules(tree: TreeCore) -> None:
+    """The rules across tiers (see :mod:`radixkv.core.tiers`): every node holds its primary
+    value on some tier, one without it on device holds no device value, and on every tier
+    a node holding the primary there has a parent that does (roots aside)."""
+    device = tree.device
+    for node in tree.nodes.values():
+        parent = node.parent
+        if parent is None:
+            continue
+        if device.value(node, PRIMARY) is None:
+            if device.holds_any(node):
+                _fail(f"node {node.id} holds a device value without its primary one")
+            if all(tier.value(node, PRIMARY) is None for tier in tree.lower):
+                _fail(f"node {node.id} holds its primary value on no tier")
+        if parent.parent is None:
+            continue
+        for tier in tree.tiers:
+            if tier.value(node, PRIMARY) is not None and tier.value(parent, PRIMARY) is None:
+                _fail(f"node {node.id} holds its primary value on the {tier.name} tier, "
+                      f"its parent {parent.id} does not")
 
 
 def _check_structure(tree: TreeCore) -> set[int]:

@@ -30,9 +30,9 @@ class TreeConfig:
     name. ``events``: queue KV events. ``event_queue_limit``: the most events queued between
     two drains (see :class:`~radixkv.core.event_log.EventLog`). ``default_ttl``: tlru
     time-to-live in ticks for requests that give none. ``medium``: the medium named in
-    device events. ``tiers``: 1 (device) or 2 (device and host, see
-    :mod:`radixkv.core.tiers`). ``page_hash``: the chained page hash of event ids and storage
-    keys, ``"sha256"`` or ``"xxh3_128"`` (needs the ``fasthash`` extra; see
+    device events. ``tiers``: 1 (device), 2 (device and host) or 3 (a third tier below the
+    host; see :mod:`radixkv.core.tiers`). ``page_hash``: the chained page hash of event ids
+    and storage keys, ``"sha256"`` or ``"xxh3_128"`` (needs the ``fasthash`` extra; see
     :mod:`radixkv.core.hashing`).
     """
 
@@ -66,8 +66,8 @@ class TreeConfig:
                 self.event_queue_limit, int) or self.event_queue_limit < 1:
             raise ConfigError(
                 f"event_queue_limit must be an int >= 1, got {self.event_queue_limit!r}")
-        if self.tiers not in (1, 2) or isinstance(self.tiers, bool):
-            raise ConfigError(f"tiers must be 1 or 2, got {self.tiers!r}")
+        if self.tiers not in (1, 2, 3) or isinstance(self.tiers, bool):
+            raise ConfigError(f"tiers must be 1, 2 or 3, got {self.tiers!r}")
         if self.default_ttl < 0:
             raise ConfigError(f"default_ttl must be >= 0, got {self.default_ttl}")
         page_hash(self.page_hash)  # raises ConfigError for an unknown or unavailable hash

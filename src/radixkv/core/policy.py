@@ -129,9 +129,10 @@ def make_policy(name: str) -> EvictionPolicy:
     return cls()
 
 
-class HostOnlyFirst(EvictionPolicy):
-    """The host order of the primary component (component 0): host-only nodes first, then
-    the host copies of nodes also on device, each in the inner policy's order."""
+class BelowOnlyFirst(EvictionPolicy):
+    """The order of the primary component (component 0) on a tier below the device: the
+    nodes held below the device only first, then the copies of nodes also on device, each
+    in the inner policy's order."""
 
     def __init__(self, inner: EvictionPolicy) -> None:
         self._inner = inner.key

@@ -14,7 +14,7 @@ from .event_log import EventLog
 from .keys import TOKEN_BYTES, Namespace
 from .node import Node
 from .policy import make_policy
-from .tiers import DEVICE, HOST_MEDIUM, Tier
+from .tiers import DEVICE, LOWER_MEDIA, Tier
 from .types import InFlight, Lock
 
 if TYPE_CHECKING:  # components import the node module of this package
@@ -87,8 +87,9 @@ class TreeState:
         for index, component in enumerate(self.components):
             component.bind(index, config.page_size)
         self.policy = make_policy(config.policy)
-        self.tiers = tuple(Tier(index, self.components, HOST_MEDIUM if index else config.medium,
-                                self.policy, config.tiers) for index in range(config.tiers))
+        media = (config.medium, *LOWER_MEDIA)
+        self.tiers = tuple(Tier(index, self.components, media[index], self.policy, config.tiers)
+                           for index in range(config.tiers))
         """The tree's tiers, the device's first (see :mod:`radixkv.core.tiers`)."""
         self.device = self.tiers[DEVICE]
         self.lower = self.tiers[1:]

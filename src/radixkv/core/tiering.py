@@ -1,6 +1,7 @@
-"""The tree's side of the tiers below the device: what to back up to the host, what a prefix
-can use once every tier's values count, what a load-back must copy, and placing, taking back
-and announcing values around a copy on any tier.
+"""The tree's side of the tiers below the device: what to copy down a tier (a backup to the
+host, a demotion further down), what a prefix can use once every tier's values count, what
+a load-back must copy from each tier, and placing, taking back and announcing values around
+a copy on any tier.
 
 The tree never copies: these operations name nodes and values, and the controller moves
 the bytes (through its copy engine) and tells the tree when a copy is acknowledged. Pure
@@ -42,21 +43,25 @@ class _Merged:
 class Tiering(TreeState):
     """Operations across the tiers of a tree (see :mod:`radixkv.core.tiers`)."""
 
-    def backup_plan(self, nodes: Iterable[Node]) -> Planned:
-        """What backing up ``nodes`` copies to the host: each live node and every ancestor
-        without a host copy of the primary (the host set stays closed towards the root),
-        top-down, with the components it holds on device but not on the host; a node with
-        a backup in flight on itself or above is left out (backed up on a later use). Pure."""
-        count, chosen, host = len(self.components), set(), self.tiers[HOST]
+    def backup_plan(self, nodes: Iterable[Node], source: int = DEVICE, to: int = HOST
+                    ) -> Planned:
+        """What copying ``nodes`` from tier ``source`` down to tier ``to`` writes (a backup
+        to the host; a demotion from the host further down): each live node and every
+        ancestor without the primary on ``to`` (that set stays closed towards the root),
+        top-down, with the components it holds on ``source`` but not on ``to``; a node with
+        a copy to ``to`` in flight on itself or above is left out (copied on a later call).
+        Pure."""
+        count, chosen = len(self.components), set()
+        src, dest = self.tiers[source], self.tiers[to]
         order: list[Node] = []
         for node in nodes:
-            if self.nodes.get(node.id) is not node or self.copying_above(node, HOST):
+            if self.nodes.get(node.id) is not node or self.copying_above(node, to):
                 continue
             chain = []
             current: Node | None = node
             while current is not None and current.parent is not None and \
                     current.id not in chosen:
-                if current is node or host.value(current, PRIMARY) is None:
+                if current is node or dest.value(current, PRIMARY) is None:
                     chain.append(current)
                     chosen.add(current.id)
                 current = current.parent
@@ -64,8 +69,8 @@ class Tiering(TreeState):
         order.sort(key=lambda n: n.start)  # parents before children: events stay ordered
         planned = []
         for node in order:
-            missing = tuple(i for i in range(count) if node.values[i] is not None
-                            and host.value(node, i) is None)
+            missing = tuple(i for i in range(count) if src.value(node, i) is not None
+                            and dest.value(node, i) is None)
             if missing:
                 planned.append((node, missing))
         return planned
@@ -105,18 +110,22 @@ class Tiering(TreeState):
         path = [n for n in path if n.start < length]
         return TreeMatch(length, path[-1] if path else None, path, branch)
 
-    def load_plan(self, node: Node, end: int) -> Planned:
+    def load_plan(self, node: Node, end: int, source: int = HOST) -> Planned:
         """What a load-back of the prefix ``[0, end)`` ending in ``node`` (a node boundary:
-        lock it first) copies to the device: per node, the components whose rules need its
-        value (the nodes a lock pins for them) that it holds on the host only. Pure."""
-        host = self.tiers[HOST]
+        lock it first) copies to the device from tier ``source``: per node, the components
+        whose rules need its value (the nodes a lock pins for them) that it holds on
+        ``source`` and on no tier above it (each value comes from the highest tier that
+        holds it). Pure."""
+        above = self.tiers[:source]
+        below = self.tiers[source]
         needs: dict[int, tuple[Node, list[int]]] = {}
         for component in self.components:
             index = component.index
             boundary = component.lock_boundary(node, end)
             current = node
             while current.parent is not None and current.start >= boundary:
-                if current.values[index] is None and host.value(current, index) is not None:
+                if below.value(current, index) is not None and \
+                        all(tier.value(current, index) is None for tier in above):
                     needs.setdefault(current.id, (current, []))[1].append(index)
                 current = current.parent
         ordered = sorted(needs.values(), key=lambda entry: entry[0].start)

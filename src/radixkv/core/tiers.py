@@ -9,14 +9,16 @@ of each component per tier (:meth:`TreeState.view`), whose ``index`` is that tie
 a component's match, lock and eviction rules run unchanged on any tier. Locks are per
 component, not per tier: a lock protects a prefix on every tier.
 
-A tree has the device tier, and the host tier when its configuration asks for two tiers
-(``TreeConfig.tiers``); a tree of one tier keeps one slot per component, so a cache without a
-host tier pays nothing for the axis.
+A tree has the device tier, the host tier when its configuration asks for two tiers
+(``TreeConfig.tiers``) and a third below it (a disk, a peer's memory) when it asks for three;
+a tree of one tier keeps one slot per component, so a cache without a host tier pays nothing
+for the axis. Every tier below the device is alike to the tree: nothing in core/ names one.
 
-Across tiers the tree keeps three rules (checked by the audit): the nodes holding the
-primary component's value (FULL, component 0) on device form a subtree closed towards the
-root, and so do those holding it on the host; every node holds the primary value on some
-tier; a node without it on device (*host-only*) holds no device value at all.
+Across tiers the tree keeps three rules (checked by :func:`check_tier_rules`): on every
+tier, the nodes holding the primary component's value (FULL, component 0) there form a
+subtree closed towards the root; every node holds the primary value on some tier; a node
+without it on device (*held below only*) holds no device value at all. A load-back copies
+each value from the highest tier below the device that holds it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from .policy import EvictionPolicy, EvictionQueue, HostOnlyFirst
+from .policy import BelowOnlyFirst, EvictionPolicy, EvictionQueue
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,7 +42,7 @@ DEVICE = 0
 HOST = 1
 """The tier of host (CPU) memory: copies of device values, and host-only nodes."""
 
-TIER_NAMES = ("device", "host")
+TIER_NAMES = ("device", "host", "disk")
 """Names of the tiers, by tier number (as in stats, metrics and events)."""
 
 TIERS = len(TIER_NAMES)
@@ -48,6 +50,9 @@ TIERS = len(TIER_NAMES)
 
 HOST_MEDIUM = "CPU"
 """The medium KV events name for host values (the device's is ``TreeConfig.medium``)."""
+
+LOWER_MEDIA = (HOST_MEDIUM, "DISK")
+"""The media KV events name for the tiers below the device, from the host down."""
 
 PRIMARY = 0
 """The component every node's existence rests on (the first one, FULL): a node is kept while
@@ -100,11 +105,11 @@ class Tier:
         self.views = list(components) if index == DEVICE else \
             [bound(component, slot) for component, slot in zip(components, self.slots)]
         """Per component, the view whose rules read this tier's slot."""
-        self.queues = [EvictionQueue(HostOnlyFirst(policy) if index != DEVICE and
+        self.queues = [EvictionQueue(BelowOnlyFirst(policy) if index != DEVICE and
                                      position == PRIMARY else policy)
                        for position in range(count)]
         """Per component, its eviction candidates on this tier (below the device, the
-        primary's order puts the nodes held only here first)."""
+        primary's order puts the nodes held below the device only first)."""
         self.candidacy = tuple(zip(self.views, self.queues))
         self.primaries = tuple(tier * count + PRIMARY for tier in range(tiers))
         """The primary's slot on every tier of the tree."""

@@ -1,4 +1,5 @@
-"""Audit of the host tier: both tiers' rules, the host pools and the copies in flight.
+"""Audit of the host tier: the host pools and the copies in flight (the rules across tiers
+are the tree's own audit).
 Read-only; O(nodes + slots)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core.tiers import DEVICE, HOST, PRIMARY
+from ..core.tiers import HOST
 from ..core.tree import TreeCore
 from ..errors import InvariantError
 from .host import HostTierController
@@ -21,7 +22,6 @@ def check_host(host: HostTierController, tree: TreeCore,
                reserved: Sequence[np.ndarray] | None = None) -> None:
     """Raise :class:`InvariantError` on the first inconsistency of the host tier;
     ``reserved``: per component, host slots held outside the tree (L3 reads in flight)."""
-    _check_tier_rules(tree)
     for index, pool in enumerate(host.pools):
         held = tree.all_values(index, HOST)
         if reserved is not None:
@@ -30,24 +30,6 @@ def check_host(host: HostTierController, tree: TreeCore,
             _fail(f"host {tree.components[index].name}: a host slot is held twice")
         pool.check(held)
     _check_records(host, tree)
-
-
-def _check_tier_rules(tree: TreeCore) -> None:
-    host = tree.tiers[HOST]
-    for node in tree.nodes.values():
-        parent = node.parent
-        if parent is None:
-            continue
-        device, on_host = node.values[PRIMARY], host.value(node, PRIMARY)
-        if device is None and on_host is None:
-            _fail(f"node {node.id} holds its primary value on no tier")
-        if device is None and tree.tiers[DEVICE].holds_any(node):
-            _fail(f"host-only node {node.id} holds a device value")
-        if parent.parent is not None:
-            if device is not None and parent.values[PRIMARY] is None:
-                _fail(f"node {node.id} is on device below host-only node {parent.id}")
-            if on_host is not None and host.value(parent, PRIMARY) is None:
-                _fail(f"node {node.id} is on the host below node {parent.id}, which is not")
 
 
 def _check_records(host: HostTierController, tree: TreeCore) -> None:
