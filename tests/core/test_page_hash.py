@@ -15,7 +15,6 @@ import xxhash
 
 from radixkv import BlockRemoved, BlockStored, CacheConfig
 from radixkv.core import hashing
-from radixkv.core.config import TreeConfig
 from radixkv.core.hashing import (
     PAGE_HASHES,
     SHA256,
@@ -26,6 +25,7 @@ from radixkv.core.hashing import (
     page_digests,
     page_hash,
 )
+from radixkv.core.tree_config import TreeConfig
 from radixkv.errors import ConfigError
 from radixkv.events.snapshot import resident_pages
 

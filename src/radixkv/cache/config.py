@@ -16,7 +16,7 @@ from ..components import (
 )
 from ..components.dependencies import check_order, supported_combinations
 from ..components.spec import check_int
-from ..core.config import TreeConfig, normalise_ints
+from ..core.tree_config import TreeConfig, normalise_ints
 from ..errors import ConfigError
 from ..storage.config import StorageTier
 from ..tiers.config import HostTier

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.audit import check_tree, snapshot_tree
 from ..core.tiers import ledger_fields
+from ..core.tree_audit import check_tree, snapshot_tree
 from ..errors import InvariantError
 from ..tiers.audit import check_host
 from ..tiers.stats import host_stats

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..components.spec import check_int
-from ..core.config import normalise_ints
+from ..core.tree_config import normalise_ints
 from ..errors import ConfigError, ConfigTypeError
 from .layout import StorageLayout
 

@@ -10,7 +10,7 @@ from enum import Enum
 from typing import cast
 
 from ..components.spec import check_int
-from ..core.config import normalise_ints
+from ..core.tree_config import normalise_ints
 from ..errors import ConfigError
 
 

@@ -21,8 +21,8 @@ from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 
+from ..core.copy_plans import Planned
 from ..core.node import Node
-from ..core.tiering import Planned
 from ..core.tiers import DEVICE, HOST
 from ..core.tree import TreeCore
 from ..errors import CopyEngineError

@@ -1,6 +1,6 @@
 """HostTierController: the host tier's pools, copies and stepwise eviction for a cache.
 
-It carries out what the tree decides (:mod:`radixkv.core.tiering`): allocates host or device
+It carries out what the tree decides (:mod:`radixkv.core.copy_plans`): allocates host or device
 slots, places the destination values on the nodes, locks the nodes, submits the copies to
 the engine, and on each acknowledgement unlocks them (or, for a failed copy, takes the
 placed values back and frees them). No copy ever runs inside a tree operation. Every method
@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..core.copy_plans import Planned
 from ..core.node import Node
-from ..core.tiering import Planned
 from ..core.tiers import DEVICE, HOST, PRIMARY
 from ..core.tree import TreeCore
 from ..core.types import InFlight, Lock

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from ..core.copy_plans import Planned
 from ..core.node import Node
-from ..core.tiering import Planned
 
 if TYPE_CHECKING:
     from .host import CopyRecord

@@ -39,7 +39,7 @@ class _Merged:
         self.start, self.length, self.end = node.start, node.length, node.start + node.length
 
 
-class Tiering(TreeState):
+class CopyPlanner(TreeState):
     """Operations across the tiers of a tree (see :mod:`radixkv.core.tiers`)."""
 
     def backup_plan(self, nodes: Iterable[Node]) -> Planned:
