@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from radixkv.host import NumpyCopyConfig
 from radixkv.model import VerifyReport, verify
-from radixkv.tiers import NumpyCopyConfig
 
 from .host_support import DEVICE, WRITE_POLICIES, host_cache, host_workload
 from .support import COMBOS, PAGES, combo_id, model_reference, small_cache

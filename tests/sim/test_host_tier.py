@@ -8,13 +8,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from radixkv.host import Copy, Direction, HostTier
 from radixkv.sim.cluster import simulate
 from radixkv.sim.copies import SimCopyEngine
 from radixkv.sim.report import summarize
 from radixkv.sim.setup import Shape
 from radixkv.sim.summary import render, render_table
 from radixkv.sim.workloads import make_workload
-from radixkv.tiers import Copy, Direction, HostTier
 
 from .support import UNIT_COST, request, run, tokens
 
@@ -91,8 +91,8 @@ def test_a_host_tier_raises_the_hit_rate_when_reuse_exceeds_device_memory(
 
 
 def test_the_parser_offers_every_write_policy() -> None:
+    from radixkv.host import WRITE_POLICIES
     from radixkv.sim import command
-    from radixkv.tiers import WRITE_POLICIES
 
     assert tuple(WRITE_POLICIES) == command.WRITE_POLICIES
 

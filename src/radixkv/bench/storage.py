@@ -8,7 +8,7 @@ tokens restored from L3 and the tokens computed, the hit rate with and without L
 store's read and write seconds and bytes.
 
 Each engine is one :class:`~radixkv.PrefixCache` with real device and host buffers (one
-float32 row of ``row_floats`` per token; a :class:`~radixkv.tiers.NumpyCopyEngine` moves the
+float32 row of ``row_floats`` per token; a :class:`~radixkv.host.NumpyCopyEngine` moves the
 rows) and its own client of the store. Serving a request: ``admit(load_back=True)`` (which
 prefetches from L3 under ``wait_policy``), wait for the load-back, write the KV rows of the
 tokens not cached (a pure function of token and position, so engines computing the same
@@ -28,9 +28,9 @@ import numpy as np
 
 from ..cache import CacheConfig, LeaseState, PrefixCache
 from ..errors import InvariantError
+from ..host import HostTier, NumpyCopyEngine
 from ..storage import StorageBackend, StorageLayout, StorageTier
 from ..storage.tier_stats import StorageTierStats
-from ..tiers import HostTier, NumpyCopyEngine
 
 MODEL = "radixkv-bench-storage"
 

@@ -2,7 +2,7 @@
 
 Each operation runs on a cache with a host tier and, in the same round, on the same cache
 without one (``host=None``), over the same inputs; the ratio is tier-on ops/s over tier-off.
-The copy engine is a :class:`~radixkv.tiers.NumpyCopyEngine` with no registered buffers:
+The copy engine is a :class:`~radixkv.host.NumpyCopyEngine` with no registered buffers:
 copies complete at the next poll without moving bytes, so the numbers are the cache's work
 (planning, placing values, locks, tickets, acknowledgements), never a memcpy.
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cache import CacheConfig, PrefixCache
-from ..tiers import HostTier, NumpyCopyEngine
+from ..host import HostTier, NumpyCopyEngine
 from .timing import Timing, time_items
 from .workload import WorkloadConfig, queries, sequences
 

@@ -23,11 +23,11 @@ from ..core.tiers import DEVICE
 from ..core.tree import TreeCore
 from ..core.types import Lock, NodeId, TreeMatch
 from ..errors import ConfigTypeError, InvalidArgumentError, LockError
+from ..host.copy_engine import CopyEngine
+from ..host.host_controller import CopyRecord
 from ..memory import SlotAllocator
 from ..storage.backend import StorageBackend
 from ..storage.tier import StorageTierController
-from ..tiers.copy_engine import CopyEngine
-from ..tiers.host import CopyRecord
 from . import inspection
 from .allocation import Allocation, AllocationState
 from .arguments import as_int

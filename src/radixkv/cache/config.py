@@ -18,8 +18,8 @@ from ..components.dependencies import check_order, supported_combinations
 from ..components.spec import check_int
 from ..core.tree_config import TreeConfig, normalise_ints
 from ..errors import ConfigError
+from ..host.host_config import HostTier
 from ..storage.config import StorageTier
-from ..tiers.config import HostTier
 
 SHORTHANDS = ("full", "swa", "mamba")
 """Component names accepted as strings; their parameters come from the keyword fields."""
@@ -63,7 +63,7 @@ class CacheConfig:
     explain every match that falls short of what the tree holds (``ComponentStats.lost``,
     ``CacheStats.capped_tokens``); off, those count as unseen. ``default_ttl``: tlru
     time-to-live (ticks) of a request that gives none.
-    ``host``: the host-memory tier (:class:`~radixkv.tiers.HostTier`); ``None`` (the
+    ``host``: the host-memory tier (:class:`~radixkv.host.HostTier`); ``None`` (the
     default) has none, and nothing costs more than an ``if``. ``storage``: the shared
     storage tier below it (:class:`~radixkv.storage.StorageTier`; needs ``host``).
     Raises :class:`ConfigError` on any invalid value or combination. ``specs`` holds the

@@ -9,8 +9,8 @@ import numpy as np
 from ..core.tiers import ledger_fields
 from ..core.tree_audit import check_tree, snapshot_tree
 from ..errors import InvariantError
-from ..tiers.audit import check_host
-from ..tiers.stats import host_stats
+from ..host.host_audit import check_host
+from ..host.host_stats import host_stats
 from .allocation import AllocationState
 from .lease import Lease
 from .results import CacheStats, ComponentStats

@@ -8,8 +8,8 @@ from ..core.node import Node
 from ..core.tiers import DEVICE
 from ..core.types import Lock, TreeMatch
 from ..errors import LeaseError
-from ..tiers.engine_calls import CopyRefused
-from ..tiers.host import CopyRecord
+from ..host.engine_calls import CopyRefused
+from ..host.host_controller import CopyRecord
 from .base import CacheBase
 from .lease import Lease, LeaseState
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from ..cache import CacheConfig
 from ..components import ChunkedLocal, ComponentSpec, FullAttention, Mamba, SlidingWindow
 from ..errors import ConfigError
-from ..tiers import HostTier
+from ..host import HostTier
 from .config import ModelConfig
 from .storage import L3Settings, storage_tier
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from ..core.tree import TreeCore
 from ..errors import ConfigError, ConfigTypeError, CopyEngineError
-from ..tiers.config import HostTier, WritePolicy
-from ..tiers.copy_engine import CopyEngine
-from ..tiers.host import HostTierController
+from ..host.copy_engine import CopyEngine
+from ..host.host_config import HostTier, WritePolicy
+from ..host.host_controller import HostTierController
 from .backend import StorageBackend
 from .config import StorageTier
 from .tier import StorageParts, StorageTierController

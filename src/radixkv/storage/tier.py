@@ -21,8 +21,8 @@ from ..core.keys import Namespace
 from ..core.tiers import HOST, PRIMARY
 from ..core.tree import TreeCore
 from ..errors import InvariantError, StorageTimeoutError
-from ..tiers.host import HostTierController
-from ..tiers.parts import HostSink
+from ..host.host_controller import HostTierController
+from ..host.parts import HostSink
 from .config import StorageTier
 from .reads import Prefetch, Read, query_job
 from .restore import best_cut, needed_pages

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 
 from radixkv import CacheConfig, PrefixCache
+from radixkv.host import Copy, Direction
 from radixkv.integrations.restore import Restorer
 from radixkv.integrations.vllm.host_copies import RowCopyEngine
 from radixkv.integrations.vllm.scheduler import SchedulerSide
 from radixkv.integrations.vllm.settings import ConnectorSettings
 from radixkv.integrations.vllm.tiers import build_tiers
-from radixkv.tiers import Copy, Direction
 
 from .fake_engine import FakeEngine, FakeRequest
 

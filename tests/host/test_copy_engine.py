@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from radixkv.errors import ConfigError, InvalidArgumentError
-from radixkv.tiers import Completion, Copy, CopyEngine, Direction, NumpyCopyConfig, NumpyCopyEngine
+from radixkv.host import Completion, Copy, CopyEngine, Direction, NumpyCopyConfig, NumpyCopyEngine
 
 
 def _engine(**config: object) -> tuple[NumpyCopyEngine, np.ndarray, np.ndarray]:

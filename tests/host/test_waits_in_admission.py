@@ -7,7 +7,7 @@ applied at the next poll."""
 from __future__ import annotations
 
 from radixkv import LeaseState
-from radixkv.tiers import HostTier
+from radixkv.host import HostTier
 
 from .support import HeldEngine, TieredCache
 

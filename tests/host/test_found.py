@@ -8,7 +8,7 @@ backup relies on); these pin the fixed behaviour, step by step."""
 from __future__ import annotations
 
 from radixkv.cache import LeaseState
-from radixkv.tiers import HostTier
+from radixkv.host import HostTier
 
 from ..components.support import seq
 from .helpers import TierCache, delayed, demoted, host_counters, host_of, node_at, nodes, settle

@@ -10,8 +10,8 @@ from typing import Any
 from radixkv import AllBlocksCleared, BlockRemoved, BlockStored, CacheConfig, PrefixCache
 from radixkv.core.hashing import event_id, page_digests
 from radixkv.core.tiers import DEVICE, HOST, PRIMARY
-from radixkv.tiers import HostTier
-from radixkv.tiers.copy_engine import Completion, Copy, CopyEngine
+from radixkv.host import HostTier
+from radixkv.host.copy_engine import Completion, Copy, CopyEngine
 
 from ..audited import AuditedCache
 

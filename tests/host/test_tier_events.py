@@ -3,7 +3,7 @@ is acknowledged (never before, never when it fails, never twice), host eviction 
 from ``CPU``, demotion removes them from the device only, and a load-back announces its device
 placement at once. Every call is audited: invariants, and the event stream replayed as a
 router would (parents first on each medium, removals of held pages, children first) against
-what the tree holds on each tier (:class:`~tests.tiers.support.TieredCache`)."""
+what the tree holds on each tier (:class:`~tests.host.support.TieredCache`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from radixkv import Lease, LeaseState
 from radixkv.events.snapshot import resident_pages
-from radixkv.tiers import HostTier, NumpyCopyConfig, NumpyCopyEngine
+from radixkv.host import HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 from .support import CPU, GPU, EventStream, HeldEngine, TieredCache
 

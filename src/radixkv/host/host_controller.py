@@ -20,10 +20,10 @@ from ..core.tiers import DEVICE, HOST, PRIMARY
 from ..core.tree import TreeCore
 from ..core.types import InFlight, Lock
 from ..memory import SlotPool, SlotPoolConfig
-from .config import HostTier, WritePolicy
 from .copy_engine import Completion, Copy, CopyEngine
 from .counters import TierCounters
 from .engine_calls import CopyRefused, EngineCalls, plan_batch
+from .host_config import HostTier, WritePolicy
 from .parts import CopyListener, DeviceSlots, HostSink
 
 

@@ -6,7 +6,7 @@ acknowledged. Slot ids follow from the steps: both pools hand out 0, 1, 2... in 
 
 from __future__ import annotations
 
-from radixkv.tiers import HostTier
+from radixkv.host import HostTier
 
 from ..components.support import locks, seq
 from .helpers import TierCache, delayed, host_counters, host_ledger, host_of, node_at, nodes, settle

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from radixkv.cache import LeaseState
 from radixkv.errors import OutOfSlotsError
-from radixkv.tiers import HostTier
+from radixkv.host import HostTier
 
 from ..audited import assert_refused
 from ..components.support import locks, seq

@@ -8,7 +8,7 @@ import numpy as np
 from radixkv.cache.copy_acks import CopyAcks
 from radixkv.core.node import Node
 from radixkv.core.tiers import HOST
-from radixkv.tiers import HostTier
+from radixkv.host import HostTier
 
 from ..components.support import seq
 from .helpers import demoted

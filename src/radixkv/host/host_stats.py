@@ -9,7 +9,7 @@ from ..core.tiers import HOST, LedgerStats, ledger_fields
 
 if TYPE_CHECKING:
     from ..core.tree import TreeCore
-    from .host import HostTierController
+    from .host_controller import HostTierController
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import pytest
 
 from radixkv.cache import LeaseState
 from radixkv.errors import ConfigError, CopyEngineError
-from radixkv.tiers import Completion, Copy, HostTier, NumpyCopyConfig, NumpyCopyEngine
+from radixkv.host import Completion, Copy, HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 from ..components.support import seq
 from .helpers import PollClock, TierCache, kv_buffers, nodes

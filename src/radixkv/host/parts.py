@@ -1,5 +1,5 @@
 """What the host tier is built with: the Protocols of the collaborators it calls, each
-handed to :class:`~radixkv.tiers.host.HostTierController` at construction."""
+handed to :class:`~radixkv.host.host_controller.HostTierController` at construction."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..core.copy_plans import Planned
 from ..core.node import Node
 
 if TYPE_CHECKING:
-    from .host import CopyRecord
+    from .host_controller import CopyRecord
 
 
 class DeviceSlots(Protocol):

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from radixkv.tiers import HostTier
+from radixkv.host import HostTier
 
 from ..components.support import evicted, seq
 from .helpers import ProbeEngine, TierCache, device_of, host_ledger, host_of, kv_buffers, nodes

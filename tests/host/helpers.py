@@ -16,7 +16,7 @@ import numpy as np
 
 from radixkv import CacheConfig, PrefixCache
 from radixkv.core.keys import DEFAULT_NAMESPACE
-from radixkv.tiers import HostTier, NumpyCopyConfig, NumpyCopyEngine
+from radixkv.host import HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 from ..components.support import AuditedCache
 

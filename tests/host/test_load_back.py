@@ -9,7 +9,7 @@ import pytest
 
 from radixkv.cache import LeaseState
 from radixkv.errors import LeaseError, OutOfSlotsError
-from radixkv.tiers import HostTier
+from radixkv.host import HostTier
 
 from ..audited import assert_refused
 from ..components.support import seq

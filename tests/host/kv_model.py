@@ -23,7 +23,7 @@ from radixkv import Allocation, PrefixCache
 from radixkv.cache import Lease
 from radixkv.core.node import Node
 from radixkv.core.tiers import DEVICE, HOST
-from radixkv.tiers import NumpyCopyEngine
+from radixkv.host import NumpyCopyEngine
 
 MASK = (1 << 62) - 1
 

@@ -8,7 +8,7 @@ from collections.abc import Collection, Sequence
 
 from radixkv import CacheConfig, PrefixCache
 from radixkv.cache.lease import LeaseState
-from radixkv.tiers import Completion, Copy, CopyEngine, HostTier, NumpyCopyConfig, NumpyCopyEngine
+from radixkv.host import Completion, Copy, CopyEngine, HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 FIRST, REST = list(range(1, 9)), list(range(50, 58))
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from radixkv import CacheConfig, FullAttention, PrefixCache
 from radixkv.cache import LeaseState
-from radixkv.tiers import Copy, Direction, HostTier, NumpyCopyConfig, NumpyCopyEngine
+from radixkv.host import Copy, Direction, HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 PROMPT = list(range(1, 9))
 MORE = list(range(20, 28))

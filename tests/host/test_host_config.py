@@ -6,7 +6,7 @@ import pytest
 
 from radixkv import CacheConfig, PrefixCache
 from radixkv.errors import ConfigError
-from radixkv.tiers import WRITE_POLICIES, HostTier, WritePolicy
+from radixkv.host import WRITE_POLICIES, HostTier, WritePolicy
 
 
 @pytest.mark.parametrize("capacity", [-1, 1.5, "8", True, None])

@@ -35,7 +35,7 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule, run_state_machine_as_test
 
-from radixkv.tiers import Completion, Copy, Direction, NumpyCopyConfig, NumpyCopyEngine
+from radixkv.host import Completion, Copy, Direction, NumpyCopyConfig, NumpyCopyEngine
 
 from .test_host_stateful import MAX_LEASES, NAMESPACES, HostTierMachine
 

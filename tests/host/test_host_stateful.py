@@ -32,7 +32,7 @@ from radixkv import Allocation, CacheConfig, PrefixCache
 from radixkv.cache import Lease, LeaseState
 from radixkv.core.policy import POLICIES
 from radixkv.errors import LeaseError, OutOfSlotsError
-from radixkv.tiers import (
+from radixkv.host import (
     WRITE_POLICIES,
     Copy,
     Direction,

@@ -1,7 +1,7 @@
 """Tiers below device memory: the host-memory tier (L2) and its copy engines."""
 
-from .config import WRITE_POLICIES, HostTier, WritePolicy
 from .copy_engine import Completion, Copy, CopyEngine, Direction
+from .host_config import WRITE_POLICIES, HostTier, WritePolicy
 from .numpy_engine import NumpyCopyConfig, NumpyCopyEngine
 
 __all__ = [

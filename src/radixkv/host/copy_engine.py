@@ -6,7 +6,7 @@ completed; until then the nodes involved stay locked, so no slot a copy reads or
 freed or reused. The cache trusts none of the engine's answers: what it raises or returns
 outside this contract is counted as a fault and handled (:mod:`.engine_calls`). An engine
 implements the two abstract methods over its own buffers (one
-per component and tier, first axis = slot); :class:`~radixkv.tiers.NumpyCopyEngine`
+per component and tier, first axis = slot); :class:`~radixkv.host.NumpyCopyEngine`
 ships for tests, the reference model and the simulator.
 """
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..core.tiers import DEVICE, HOST, PRIMARY
 from ..core.tree import TreeCore
 from ..errors import InvariantError
-from .host import HostTierController
+from .host_controller import HostTierController
 
 
 def _fail(message: str) -> None:
