@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..host.host_controller import CopyRecord
 
 if TYPE_CHECKING:
-    from .base import CacheBase
+    from .cache_base import CacheBase
 
 
 class CopyAcks:

@@ -14,7 +14,7 @@ from ..host.parts import CopyListener
 from ..storage.backend import StorageBackend
 from ..storage.build import check_storage, storage_parts, storage_tier
 from ..storage.tier import StorageTierController
-from .config import CacheConfig
+from .cache_config import CacheConfig
 from .pools import ComponentPools
 from .room import Reclaimer, TreeReclaimer
 

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import zmq
 
-from ..cache.base import CacheBase
+from ..cache.cache_base import CacheBase
 from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent, has_pages
 from ..errors import ConfigError, InvalidArgumentTypeError, PublisherClosedError
 from .config import PublisherConfig

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from ..cache.base import CacheBase
+from ..cache.cache_base import CacheBase
 from ..cache.polling import Polling
 from ..errors import ConfigError, InvalidArgumentTypeError
 from .config import PublisherConfig

@@ -25,7 +25,7 @@ from .write_through import WriteThrough
 from .writes import StorageWrites
 
 if TYPE_CHECKING:
-    from ..cache.config import CacheConfig
+    from ..cache.cache_config import CacheConfig
 
 
 def check_storage(config: CacheConfig, backend: StorageBackend | None) -> StorageTier:

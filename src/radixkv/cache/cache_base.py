@@ -31,7 +31,7 @@ from ..storage.tier import StorageTierController
 from . import inspection
 from .allocation import Allocation, AllocationState
 from .arguments import as_int
-from .config import CacheConfig
+from .cache_config import CacheConfig
 from .copy_acks import CopyAcks
 from .detached import DetachedSlots
 from .lease import Lease, LeaseState

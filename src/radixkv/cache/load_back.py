@@ -10,7 +10,7 @@ from ..core.types import Lock, TreeMatch
 from ..errors import LeaseError
 from ..host.engine_calls import CopyRefused
 from ..host.host_controller import CopyRecord
-from .base import CacheBase
+from .cache_base import CacheBase
 from .lease import Lease, LeaseState
 
 
