@@ -27,7 +27,7 @@ from ..host.copy_engine import CopyEngine
 from ..host.host_controller import CopyRecord
 from ..memory import SlotAllocator
 from ..storage.backend import StorageBackend
-from ..storage.tier import StorageTierController
+from ..storage.storage_controller import StorageTierController
 from . import inspection
 from .allocation import Allocation, AllocationState
 from .arguments import as_int

@@ -19,7 +19,7 @@ from ..components.spec import check_int
 from ..core.tree_config import TreeConfig, normalise_ints
 from ..errors import ConfigError
 from ..host.host_config import HostTier
-from ..storage.config import StorageTier
+from ..storage.storage_config import StorageTier
 
 SHORTHANDS = ("full", "swa", "mamba")
 """Component names accepted as strings; their parameters come from the keyword fields."""

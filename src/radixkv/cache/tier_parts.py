@@ -13,7 +13,7 @@ from ..host.numpy_engine import NumpyCopyEngine
 from ..host.parts import CopyListener
 from ..storage.backend import StorageBackend
 from ..storage.build import check_storage, storage_parts, storage_tier
-from ..storage.tier import StorageTierController
+from ..storage.storage_controller import StorageTierController
 from .cache_config import CacheConfig
 from .pools import ComponentPools
 from .room import Reclaimer, TreeReclaimer

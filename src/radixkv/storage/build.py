@@ -17,8 +17,8 @@ from ..host.copy_engine import CopyEngine
 from ..host.host_config import HostTier, WritePolicy
 from ..host.host_controller import HostTierController
 from .backend import StorageBackend
-from .config import StorageTier
-from .tier import StorageParts, StorageTierController
+from .storage_config import StorageTier
+from .storage_controller import StorageParts, StorageTierController
 from .worker import StorageWorker
 from .write_back import WriteBack
 from .write_through import WriteThrough

@@ -23,10 +23,10 @@ from ..core.tree import TreeCore
 from ..errors import InvariantError, StorageTimeoutError
 from ..host.host_controller import HostTierController
 from ..host.parts import HostSink
-from .config import StorageTier
 from .reads import Prefetch, Read, query_job
 from .restore import best_cut, needed_pages
 from .rows import PageRows
+from .storage_config import StorageTier
 from .tier_stats import StorageTierStats
 from .waits import wait_until
 from .worker import StorageWorker
