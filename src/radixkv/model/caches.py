@@ -14,7 +14,7 @@ from ..cache import CacheConfig
 from ..components import ChunkedLocal, ComponentSpec, FullAttention, Mamba, SlidingWindow
 from ..errors import ConfigError
 from ..host import HostTier
-from .config import ModelConfig
+from .model_config import ModelConfig
 from .storage import L3Settings, storage_tier
 
 

@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 from ..cache.cache_base import CacheBase
 from ..cache.polling import Polling
 from ..errors import ConfigError, InvalidArgumentTypeError
-from .config import PublisherConfig
 from .publisher import KVEventPublisher
+from .publisher_config import PublisherConfig
 
 log = logging.getLogger("radixkv.events")
 
