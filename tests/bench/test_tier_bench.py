@@ -9,7 +9,7 @@ import json
 import pytest
 
 from radixkv.bench.cli import TIER_OPERATIONS
-from radixkv.bench.tiers import TIER_OPS, TierBenchConfig, host_hits, run_op, sizes
+from radixkv.bench.tier_bench import TIER_OPS, TierBenchConfig, host_hits, run_op, sizes
 from radixkv.cli import main
 
 
