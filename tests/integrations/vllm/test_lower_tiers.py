@@ -15,9 +15,9 @@ from radixkv import CacheConfig, PrefixCache
 from radixkv.host import Copy, Direction
 from radixkv.integrations.restore import Restorer
 from radixkv.integrations.vllm.host_copies import RowCopyEngine
+from radixkv.integrations.vllm.lower_tiers import build_tiers
 from radixkv.integrations.vllm.scheduler import SchedulerSide
 from radixkv.integrations.vllm.settings import ConnectorSettings
-from radixkv.integrations.vllm.tiers import build_tiers
 
 from .fake_engine import FakeEngine, FakeRequest
 
