@@ -115,7 +115,7 @@ def resident(cache: PrefixCache, tier: int) -> set[int]:
     return pages
 
 
-class TieredCache(AuditedCache):
+class HostEventsCache(AuditedCache):
     """An audited cache with a host tier and KV events: after every call it checks the
     invariants, drains the events into :attr:`stream` (checked as a router would) and
     keeps them for :meth:`drain`, then compares the stream with what the tree holds."""

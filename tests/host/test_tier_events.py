@@ -3,7 +3,7 @@ is acknowledged (never before, never when it fails, never twice), host eviction 
 from ``CPU``, demotion removes them from the device only, and a load-back announces its device
 placement at once. Every call is audited: invariants, and the event stream replayed as a
 router would (parents first on each medium, removals of held pages, children first) against
-what the tree holds on each tier (:class:`~tests.host.support.TieredCache`)."""
+what the tree holds on each tier (:class:`~tests.host.support.HostEventsCache`)."""
 
 from __future__ import annotations
 
@@ -15,26 +15,26 @@ from radixkv import Lease, LeaseState
 from radixkv.events.snapshot import resident_pages
 from radixkv.host import HostTier, NumpyCopyConfig, NumpyCopyEngine
 
-from .support import CPU, GPU, EventStream, HeldEngine, TieredCache
+from .support import CPU, GPU, EventStream, HeldEngine, HostEventsCache
 
 A = [1, 2, 3, 4]
 A_CHILD = [1, 2, 3, 4, 5, 6]
 
 
-def tiered(policy: str = "write_through", capacity: int = 32, host: int = 64,
-           **config: object) -> tuple[TieredCache, HeldEngine]:
+def host_tier_cache(policy: str = "write_through", capacity: int = 32, host: int = 64,
+                    **config: object) -> tuple[HostEventsCache, HeldEngine]:
     engine = HeldEngine()
-    cache = TieredCache(engine, HostTier(capacity=host, write_policy=policy),
-                        capacity=capacity, page_size=2, **config)
+    cache = HostEventsCache(engine, HostTier(capacity=host, write_policy=policy),
+                            capacity=capacity, page_size=2, **config)
     return cache, engine
 
 
-def insert(cache: TieredCache, tokens: list[int]) -> None:
+def insert(cache: HostEventsCache, tokens: list[int]) -> None:
     cache.finish(cache.admit(tokens))
 
 
 def test_a_backup_announces_its_pages_on_cpu_at_the_acknowledgement() -> None:
-    cache, engine = tiered()
+    cache, engine = host_tier_cache()
     insert(cache, A)
     (stored,) = cache.drain()
     assert stored[:2] == ("BlockStored", GPU) and stored[3] is None
@@ -48,7 +48,7 @@ def test_a_backup_announces_its_pages_on_cpu_at_the_acknowledgement() -> None:
 
 
 def test_a_failed_backup_publishes_nothing_for_the_host() -> None:
-    cache, engine = tiered()
+    cache, engine = host_tier_cache()
     insert(cache, A)
     cache.drain()
     engine.complete(1, ok=False)
@@ -60,7 +60,7 @@ def test_a_failed_backup_publishes_nothing_for_the_host() -> None:
 
 
 def test_a_child_is_not_backed_up_below_a_parent_in_flight_and_is_announced_after_it() -> None:
-    cache, engine = tiered()
+    cache, engine = host_tier_cache()
     insert(cache, A)
     insert(cache, A_CHILD)
     (parent, child) = cache.drain()
@@ -76,7 +76,7 @@ def test_a_child_is_not_backed_up_below_a_parent_in_flight_and_is_announced_afte
 
 
 def test_after_a_failed_parent_backup_the_childs_backup_takes_both() -> None:
-    cache, engine = tiered()
+    cache, engine = host_tier_cache()
     insert(cache, A)
     insert(cache, A_CHILD)
     (parent, child) = cache.drain()
@@ -92,7 +92,7 @@ def test_after_a_failed_parent_backup_the_childs_backup_takes_both() -> None:
 
 
 def test_demotion_removes_the_device_pages_only_and_load_back_stores_them_again() -> None:
-    cache, engine = tiered()
+    cache, engine = host_tier_cache()
     insert(cache, A)
     ((_, _, pages, _),) = cache.drain()
     engine.complete(1)
@@ -112,7 +112,7 @@ def test_demotion_removes_the_device_pages_only_and_load_back_stores_them_again(
 
 
 def test_a_failed_load_back_removes_its_device_pages_children_first() -> None:
-    cache, engine = tiered()
+    cache, engine = host_tier_cache()
     insert(cache, A)
     engine.complete(1)
     cache.poll()
@@ -134,7 +134,7 @@ def test_a_failed_load_back_removes_its_device_pages_children_first() -> None:
 
 
 def test_host_eviction_removes_pages_from_cpu_and_host_only_nodes_go_whole() -> None:
-    cache, engine = tiered(host=4)
+    cache, engine = host_tier_cache(host=4)
     insert(cache, A)
     ((_, _, first, _),) = cache.drain()
     engine.complete(1)
@@ -151,7 +151,7 @@ def test_host_eviction_removes_pages_from_cpu_and_host_only_nodes_go_whole() -> 
 
 
 def test_a_backup_of_another_component_does_not_announce_the_node_again() -> None:
-    cache, _ = tiered(policy="write_back", components=("full", "swa"), sliding_window=2)
+    cache, _ = host_tier_cache(policy="write_back", components=("full", "swa"), sliding_window=2)
     insert(cache, A)
     cache.drain()
     cache.evict(full=4)  # write_back: pauses, backs FULL and SWA up, then demotes
@@ -170,7 +170,7 @@ def test_a_backup_of_another_component_does_not_announce_the_node_again() -> Non
     assert cache.drain() == []  # FULL was announced on CPU already
 
 
-def _finish_one(cache: TieredCache, leases: list[Lease], rng: random.Random) -> None:
+def _finish_one(cache: HostEventsCache, leases: list[Lease], rng: random.Random) -> None:
     lease = leases.pop(rng.randrange(len(leases)))
     if lease.state is LeaseState.ACTIVE:
         cache.wait(lease)
@@ -183,8 +183,8 @@ def test_random_traffic_keeps_the_stream_equal_to_both_tiers(seed: int) -> None:
     rng = random.Random(seed)
     policy = ("write_through", "write_through_selective", "write_back")[seed % 3]
     engine = NumpyCopyEngine(NumpyCopyConfig(delay_polls=3, seed=seed, failure_rate=0.2))
-    cache = TieredCache(engine, HostTier(capacity=24, write_policy=policy),
-                        capacity=16, page_size=2)
+    cache = HostEventsCache(engine, HostTier(capacity=24, write_policy=policy),
+                            capacity=16, page_size=2)
     leases: list[Lease] = []
     for _ in range(400):
         tokens = [rng.randrange(3) for _ in range(rng.randrange(1, 10))]
@@ -211,7 +211,7 @@ def test_random_traffic_keeps_the_stream_equal_to_both_tiers(seed: int) -> None:
 
 
 def test_the_resync_snapshot_names_each_tier_that_announced_a_page() -> None:
-    cache, engine = tiered()
+    cache, engine = host_tier_cache()
     insert(cache, A)  # device + host (acknowledged below)
     insert(cache, [7, 8])  # device + host
     engine.complete(1)

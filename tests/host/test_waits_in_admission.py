@@ -9,7 +9,7 @@ from __future__ import annotations
 from radixkv import LeaseState
 from radixkv.host import HostTier
 
-from .support import HeldEngine, TieredCache
+from .support import HeldEngine, HostEventsCache
 
 A = [1, 2, 3, 4]
 B = [5, 6, 7, 8]
@@ -17,8 +17,8 @@ B = [5, 6, 7, 8]
 
 def test_a_load_back_failing_during_an_admissions_wait_is_applied_at_the_next_poll() -> None:
     engine = HeldEngine()
-    cache = TieredCache(engine, HostTier(capacity=16, write_policy="write_back"),
-                        capacity=12, page_size=2)
+    cache = HostEventsCache(engine, HostTier(capacity=16, write_policy="write_back"),
+                            capacity=12, page_size=2)
     cache.finish(cache.admit(A))
     cache.evict(full=4)  # pauses, backs A up (the held engine's wait completes it), demotes
     assert cache.match(A).host_length == 4
