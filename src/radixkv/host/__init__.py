@@ -1,4 +1,4 @@
-"""Tiers below device memory: the host-memory tier (L2) and its copy engines."""
+"""The host tier (L2): host memory below the device, its controller and its copy engines."""
 
 from .copy_engine import Completion, Copy, CopyEngine, Direction
 from .host_config import WRITE_POLICIES, HostTier, WritePolicy
