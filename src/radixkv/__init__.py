@@ -33,8 +33,7 @@ from .components.dependencies import supported_combinations
 from .components.request import RequestSide, StateSide, TokenSide
 from .core import AllBlocksCleared, BlockRemoved, BlockStored, Lock, NodeId
 from .core.node import Node
-from .storage import StorageLayout, StorageTier
-from .tiers import (
+from .host import (
     Copy,
     CopyEngine,
     Direction,
@@ -43,6 +42,7 @@ from .tiers import (
     NumpyCopyEngine,
     WritePolicy,
 )
+from .storage import StorageLayout, StorageTier
 
 __version__ = "0.1.0"
 

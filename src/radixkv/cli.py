@@ -86,7 +86,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 
 def _combos() -> list[str]:
     """The combinations ``verify`` runs: those the reference model has layer kinds for."""
-    from .model.config import combinations
+    from .model.model_config import combinations
 
     return ["+".join(combo) for combo in combinations()]
 

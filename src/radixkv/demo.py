@@ -27,5 +27,5 @@ def main() -> int:
     print("== without a host tier ==", flush=True)
     plain = cli.main(["verify"])
     print("\n== with a host tier: tiny device pools, large host pools ==", flush=True)
-    tiered = cli.main(["verify", *HOST_ARGS])
-    return max(plain, tiered)
+    with_host = cli.main(["verify", *HOST_ARGS])
+    return max(plain, with_host)

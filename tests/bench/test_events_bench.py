@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from radixkv.bench.events import _cache, _step, summarize
+from radixkv.bench.events_bench import _cache, _step, summarize
 from radixkv.cache import PrefixCache
 from radixkv.cli import main
 from radixkv.core.events import KVEvent, is_pending

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from radixkv import Allocation, CacheConfig, HostTier, SlidingWindow
-from radixkv.cache.config import MAX_PAGE_SIZE
+from radixkv.cache.cache_config import MAX_PAGE_SIZE
 from radixkv.errors import AllocationError, ConfigError, InvalidArgumentError
 
 from ..audited import AuditedCache, assert_refused

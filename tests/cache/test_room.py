@@ -72,7 +72,7 @@ def test_a_room_short_even_after_eviction_asks_the_reclaimer_to_settle_then_refu
 
 def test_a_cache_without_a_host_tier_reclaims_through_the_tree_with_one() -> None:
     plain = PrefixCache(CacheConfig(capacity=16))
-    tiered = PrefixCache(CacheConfig(capacity=16, host=HostTier(capacity=32)))
+    with_host = PrefixCache(CacheConfig(capacity=16, host=HostTier(capacity=32)))
     assert type(plain.reclaimer) is TreeReclaimer
-    assert tiered.reclaimer is tiered.host and tiered.room.reclaimer is tiered.host
+    assert with_host.reclaimer is with_host.host and with_host.room.reclaimer is with_host.host
     assert isinstance(plain.pools, ComponentPools) and plain.room.pools is plain.pools.pools

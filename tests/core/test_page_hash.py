@@ -15,7 +15,6 @@ import xxhash
 
 from radixkv import BlockRemoved, BlockStored, CacheConfig
 from radixkv.core import hashing
-from radixkv.core.config import TreeConfig
 from radixkv.core.hashing import (
     PAGE_HASHES,
     SHA256,
@@ -26,6 +25,7 @@ from radixkv.core.hashing import (
     page_digests,
     page_hash,
 )
+from radixkv.core.tree_config import TreeConfig
 from radixkv.errors import ConfigError
 from radixkv.events.snapshot import resident_pages
 
@@ -216,7 +216,7 @@ def test_key_identity_names_the_hash_page_size_and_key_unit() -> None:
 
 @pytest.mark.parametrize("name", PAGE_HASHES)
 def test_host_tier_backups_carry_the_device_ids_of_the_chosen_hash(name: str) -> None:
-    from radixkv.tiers import HostTier
+    from radixkv.host import HostTier
 
     tokens = list(range(1, 18))
     cache = AuditedCache(capacity=64, page_size=4, events=True, page_hash=name,

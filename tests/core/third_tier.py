@@ -17,10 +17,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from radixkv import CacheConfig
-from radixkv.core.audit import check_tree
 from radixkv.core.keys import encode_tokens
 from radixkv.core.tiers import DEVICE, HOST, PRIMARY
 from radixkv.core.tree import TreeCore
+from radixkv.core.tree_audit import check_tree
 from radixkv.core.types import TreeMatch
 
 DISK = 2

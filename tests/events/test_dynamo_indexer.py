@@ -26,7 +26,7 @@ zmq = require_dynamo_indexer()
 
 from radixkv import CacheConfig, PrefixCache  # noqa: E402
 from radixkv.events import KVEventPublisher  # noqa: E402
-from radixkv.tiers import HostTier, NumpyCopyEngine  # noqa: E402
+from radixkv.host import HostTier, NumpyCopyEngine  # noqa: E402
 
 from .dynamo_indexer import Indexer  # noqa: E402
 from .support import LOOPBACK, FailingSends, insert, make_cache, wait_for  # noqa: E402

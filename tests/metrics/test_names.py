@@ -76,7 +76,7 @@ def test_describe_names_every_family_without_reading_stats() -> None:
 
 
 def test_a_cache_with_a_host_tier_describes_and_collects_the_host_families_too() -> None:
-    from radixkv.tiers import HostTier
+    from radixkv.host import HostTier
 
     collector = CacheCollector(PrefixCache(CacheConfig(capacity=8, host=HostTier(capacity=8))))
     names = [PRESETS["vllm"].metric(spec.key) for spec in CACHE_METRICS + HOST_METRICS]

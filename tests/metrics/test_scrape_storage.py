@@ -14,7 +14,7 @@ pytest.importorskip("prometheus_client", reason="prometheus-client is not instal
 
 from radixkv.metrics import CacheCollector, MetricsExporter
 from radixkv.storage import FileStorage, FileStorageConfig
-from radixkv.storage.stats import FAULTS
+from radixkv.storage.backend_stats import FAULTS
 
 from ..storage.tier_support import Engine, engine, layouts, serve
 from .test_scrape import USER, Scraped, expected_vllm, key, scrape

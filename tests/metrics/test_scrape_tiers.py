@@ -10,8 +10,8 @@ pytest.importorskip("prometheus_client", reason="prometheus-client is not instal
                     "(pip install -e '.[metrics]')")
 
 from radixkv import CacheConfig, LeaseState, PrefixCache
+from radixkv.host import HostTier, NumpyCopyConfig, NumpyCopyEngine
 from radixkv.metrics import CacheCollector, MetricsExporter
-from radixkv.tiers import HostTier, NumpyCopyConfig, NumpyCopyEngine
 
 from .test_scrape import USER, expected_vllm, key, scrape
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from radixkv import CacheConfig, demo
 from radixkv.cli import parse_verify
+from radixkv.host import Copy, Direction, NumpyCopyEngine
 from radixkv.model import Engine, RequestSpec, VerifyReport, command
-from radixkv.tiers import Copy, Direction, NumpyCopyEngine
 
 from .support import DefaultRun, small_cache, workload
 

@@ -22,7 +22,13 @@ from radixkv import CacheConfig
 from radixkv.model import Engine, ModelConfig, Reference, RequestSpec, VerifyReport, verify
 from radixkv.model.caches import CacheSizes, cache_config
 from radixkv.model.storage import L3Settings
-from radixkv.storage import FileStorage, FileStorageConfig, StorageBackend, restore, tier
+from radixkv.storage import (
+    FileStorage,
+    FileStorageConfig,
+    StorageBackend,
+    restore,
+    storage_controller,
+)
 
 from .host_support import host_workload
 from .support import model_reference
@@ -124,5 +130,5 @@ def primary_only_cut(components: Sequence[Any], start: int, limit: int, page: in
 def broken_hit_rule(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The storage tier plans and takes its restores with :func:`primary_only_cut`."""
     with monkeypatch.context() as patch:
-        patch.setattr(tier, "best_cut", primary_only_cut)
+        patch.setattr(storage_controller, "best_cut", primary_only_cut)
         yield

@@ -29,7 +29,7 @@ from radixkv.model import (
     command,
 )
 from radixkv.model.caches import CacheSizes, cache_config
-from radixkv.model.config import combinations
+from radixkv.model.model_config import combinations
 from radixkv.model.reference import shared_reference
 
 COMBOS = combinations()

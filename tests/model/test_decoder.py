@@ -7,7 +7,7 @@ import pytest
 
 from radixkv.errors import ConfigError
 from radixkv.model import DEFAULT_LAYERS, Decoder, ModelConfig, generate
-from radixkv.model.config import combinations, default_layers
+from radixkv.model.model_config import combinations, default_layers
 
 
 def _logits(

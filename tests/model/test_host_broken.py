@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from radixkv.host import NumpyCopyConfig, NumpyCopyEngine
 from radixkv.model import Engine, VerifyReport, verify
-from radixkv.tiers import NumpyCopyConfig, NumpyCopyEngine
 
 from .host_support import (
     EagerLoadEngine,

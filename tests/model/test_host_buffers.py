@@ -9,9 +9,9 @@ import pytest
 
 from radixkv import PrefixCache
 from radixkv.errors import ConfigError
+from radixkv.host import Copy, CopyEngine, Direction, NumpyCopyEngine
 from radixkv.model import Engine, Memory, ModelConfig, PoolSizes
 from radixkv.model.host import attach_host
-from radixkv.tiers import Copy, CopyEngine, Direction, NumpyCopyEngine
 
 from .host_support import host_cache
 from .support import model_reference, small_cache

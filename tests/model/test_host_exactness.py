@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from radixkv.host import NumpyCopyConfig
 from radixkv.model import VerifyReport, verify
-from radixkv.tiers import NumpyCopyConfig
 
 from .host_support import DEVICE, WRITE_POLICIES, host_cache, host_workload
 from .support import COMBOS, PAGES, combo_id, model_reference, small_cache
@@ -64,10 +64,10 @@ def test_the_host_tier_serves_reuse_the_device_pool_alone_cannot(page: int) -> N
     alone = verify(model_reference(combo), small_cache(combo, page, capacity=DEVICE,
                    swa_capacity=DEVICE, chunked_capacity=DEVICE, states=12), host_workload(),
                    chunk=20, max_running=3)
-    tiered = _run(combo, page, "write_through", DELAYS[0])
-    assert alone.passed and tiered.passed
+    with_host = _run(combo, page, "write_through", DELAYS[0])
+    assert alone.passed and with_host.passed
     assert alone.host is None and alone.host_share == 0.0
-    assert tiered.reuse_share > alone.reuse_share + 0.2
+    assert with_host.reuse_share > alone.reuse_share + 0.2
 
 
 @pytest.mark.parametrize("policy", WRITE_POLICIES)

@@ -9,8 +9,8 @@ from typing import NamedTuple
 
 import pytest
 
+from radixkv.host import NumpyCopyConfig
 from radixkv.model import verify
-from radixkv.tiers import NumpyCopyConfig
 
 from .host_support import host_cache
 from .support import model_reference, workload

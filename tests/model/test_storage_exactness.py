@@ -63,9 +63,9 @@ def test_the_storage_tier_serves_reuse_device_and_host_alone_cannot(
 ) -> None:
     combo = COMBOS[-1]
     alone = run(model_reference(combo), storage_cache(combo, page, storage=None), None)
-    tiered = run(model_reference(combo), storage_cache(combo, page),
+    with_l3 = run(model_reference(combo), storage_cache(combo, page),
                  file_store(tmp_path / "l3"))
-    assert alone.passed and tiered.passed
+    assert alone.passed and with_l3.passed
     assert alone.storage is None and alone.storage_share == 0.0
-    assert tiered.reuse_share > alone.reuse_share + 0.05, (tiered.reuse_share,
+    assert with_l3.reuse_share > alone.reuse_share + 0.05, (with_l3.reuse_share,
                                                             alone.reuse_share)

@@ -11,9 +11,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from radixkv.host import HostTier
 from radixkv.sim import bound
 from radixkv.sim.requests import SimRequest
-from radixkv.tiers import HostTier
 
 from .support import UNIT_COST, bounded_steps, request, run, tokens
 

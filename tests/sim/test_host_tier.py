@@ -8,13 +8,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from radixkv.host import Copy, Direction, HostTier
 from radixkv.sim.cluster import simulate
 from radixkv.sim.copies import SimCopyEngine
 from radixkv.sim.report import summarize
 from radixkv.sim.setup import Shape
 from radixkv.sim.summary import render, render_table
 from radixkv.sim.workloads import make_workload
-from radixkv.tiers import Copy, Direction, HostTier
 
 from .support import UNIT_COST, request, run, tokens
 
@@ -76,23 +76,23 @@ def test_a_host_tier_raises_the_hit_rate_when_reuse_exceeds_device_memory(
     for engine in result.engines:
         engine.cache.check_invariants()
         assert engine.cache.stats().active_leases == 0
-    tiered = summarize(result, "tiered")
-    assert tiered["token_hit_rate"] > plain["token_hit_rate"] + 0.2
+    with_host = summarize(result, "with_host")
+    assert with_host["token_hit_rate"] > plain["token_hit_rate"] + 0.2
     assert plain["hit_rate_by_tier"]["host"] is None
-    by_tier = tiered["hit_rate_by_tier"]
+    by_tier = with_host["hit_rate_by_tier"]
     assert by_tier["host"] > 0.2
-    assert by_tier["device"] + by_tier["host"] == pytest.approx(tiered["token_hit_rate"])
-    assert tiered["host_hit_tokens"] == result.engines[0].cache.stats().host.host_hit_tokens
-    host = tiered["engines"][0]["host"]
+    assert by_tier["device"] + by_tier["host"] == pytest.approx(with_host["token_hit_rate"])
+    assert with_host["host_hit_tokens"] == result.engines[0].cache.stats().host.host_hit_tokens
+    host = with_host["engines"][0]["host"]
     assert host["load_batches"] > 0 and host["copy_seconds"]["to_device"] > 0
-    assert tiered["config"]["write_policy"] == policy
-    assert "token hit rate by tier: device" in render(tiered)
-    assert "of it host" in render_table([plain, tiered])
+    assert with_host["config"]["write_policy"] == policy
+    assert "token hit rate by tier: device" in render(with_host)
+    assert "of it host" in render_table([plain, with_host])
 
 
 def test_the_parser_offers_every_write_policy() -> None:
+    from radixkv.host import WRITE_POLICIES
     from radixkv.sim import command
-    from radixkv.tiers import WRITE_POLICIES
 
     assert tuple(WRITE_POLICIES) == command.WRITE_POLICIES
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from radixkv.host import HostTier
 from radixkv.sim.costs import PRESETS
 from radixkv.sim.workloads import make_workload
-from radixkv.tiers import HostTier
 
 from .support import UNIT_COST, bounded_steps, request, run, tokens
 

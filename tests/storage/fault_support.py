@@ -14,7 +14,7 @@ from radixkv.errors import OutOfSlotsError
 from radixkv.storage import StorageTierStats
 from radixkv.storage.reads import Prefetch
 
-from ..tiers.kv_model import check_owners, path_tokens
+from ..host.kv_model import check_owners, path_tokens
 from .tier_support import PAGE, ROW, Engine, kv_of, layouts
 
 PROMPTS = [list(range(base, base + 64)) for base in (100, 300, 500, 700)]

@@ -1,4 +1,4 @@
-"""The host tier's state machine (:mod:`tests.tiers.test_host_stateful`: admit with and
+"""The host tier's state machine (:mod:`tests.host.test_host_stateful`: admit with and
 without load-back, extend, commit, finish, abort, evict, poll, wait, reset, the
 caller-held path) with a storage tier on an adversarial store
 (:class:`.adversarial_store.AdversarialStore`: a real FileStorage whose calls, drawn from
@@ -11,7 +11,7 @@ clock stands still (its waits end when the I/O does: the store never blocks in r
 time, its stalls move only the store's clock), so no run depends on the machine's speed
 for what it asserts. After every step: ``check_invariants()``, no slot of either tier
 leaked or owned twice (an L3 prefetch's reserved host slots included), the content oracle
-(:class:`tests.tiers.kv_model.KVModel`: every row of every value the tree holds, on
+(:class:`tests.host.kv_model.KVModel`: every row of every value the tree holds, on
 either tier, L3 restores included, and every row a ready lease reads as cached, holds the
 value of its namespace and prefix), and no store call came within a retry window after a
 stall; every admit met at most one stall. Whenever the I/O has settled (a reset, a
@@ -40,8 +40,8 @@ from radixkv.cache import Lease, LeaseState
 from radixkv.errors import OutOfSlotsError
 from radixkv.storage import FAULTS, WAIT_POLICIES
 
-from ..tiers.kv_model import KVModel
-from ..tiers.test_host_stateful import NAMESPACES, HostTierMachine
+from ..host.kv_model import KVModel
+from ..host.test_host_stateful import NAMESPACES, HostTierMachine
 from .adversarial_store import AdversarialStore, LockedClock, LyingStore
 from .stalled import ManualClock
 

@@ -35,8 +35,8 @@ from hypothesis.stateful import (
 from radixkv import NumpyCopyConfig
 from radixkv.cache import Lease, LeaseState
 from radixkv.errors import OutOfSlotsError
+from radixkv.host import WRITE_POLICIES
 from radixkv.storage import FileStorage, FileStorageConfig
-from radixkv.tiers import WRITE_POLICIES
 
 from .fault_support import (
     closed,

@@ -26,7 +26,7 @@ WORKLOADS = ("reference", "short")
 PAGE_HASHES = ("sha256", "xxh3_128")  # radixkv.core.hashing.PAGE_HASHES (not imported here)
 TIER_OPERATIONS = ("match_idle", "match_host", "admit_load_back", "evict_demote",
                    "evict_write_back")
-"""The operations of ``bench tiers`` (:data:`radixkv.bench.tiers.TIER_OPS`), spelled out
+"""The operations of ``bench tiers`` (:data:`radixkv.bench.tier_bench.TIER_OPS`), spelled out
 so that building the parser imports nothing."""
 
 
@@ -102,7 +102,7 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
         "events", help="events on / events off cost of admit + finish, per page hash",
         description="Run the short prompts through admit + finish + take_events on FULL "
         "caches with events off and on (each page hash), rounds alternating, and report "
-        "p50 and the on/off ratio of each round (radixkv.bench.events).",
+        "p50 and the on/off ratio of each round (radixkv.bench.events_bench).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     events.add_argument("--prompts", type=_positive, default=5000, metavar="P",
                         help="short prompts per pass")
@@ -165,7 +165,7 @@ def _add_tiers(sub: Any) -> None:
 
 
 _RUNNERS = {"tiers": (".tier_run", "run_tiers"), "scale": (".scale", "run_scale"),  # lazy
-            "events": (".events", "run_events"), "sim": ("..sim.speed", "run_speed"),
+            "events": (".events_bench", "run_events"), "sim": ("..sim.speed", "run_speed"),
             "storage": (".storage_run", "run_storage"), "opcodes": (".opcodes", "run_opcodes")}
 
 

@@ -1,5 +1,5 @@
 """The options of ``radixkv bench storage`` (argparse only: ``radixkv --help`` stays fast;
-the benchmark is in :mod:`radixkv.bench.storage` and :mod:`radixkv.bench.storage_run`)."""
+the benchmark is in :mod:`radixkv.bench.storage_bench` and :mod:`radixkv.bench.storage_run`)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ..storage import StorageBackend
-from .storage import EngineRun, StorageBenchConfig, run_pair
+from .storage_bench import EngineRun, StorageBenchConfig, run_pair
 from .workload import WorkloadConfig, sequences
 
 Opener = Callable[[], StorageBackend]

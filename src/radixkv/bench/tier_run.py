@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .runner import latency_summary
-from .tiers import TIER_OPS, TierBenchConfig, TierResult, host_hits, run_op, sizes
+from .tier_bench import TIER_OPS, TierBenchConfig, TierResult, host_hits, run_op, sizes
 
 Record = dict[str, Any]
 

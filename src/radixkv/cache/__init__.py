@@ -1,7 +1,7 @@
 """The controller: PrefixCache, its configuration, leases and results."""
 
 from .allocation import Allocation, AllocationState
-from .config import CacheConfig
+from .cache_config import CacheConfig
 from .lease import Lease, LeaseState
 from .prefix_cache import PrefixCache
 from .results import CacheStats, ComponentStats, MatchResult

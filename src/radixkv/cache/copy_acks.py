@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..tiers.host import CopyRecord
+from ..host.host_controller import CopyRecord
 
 if TYPE_CHECKING:
-    from .base import CacheBase
+    from .cache_base import CacheBase
 
 
 class CopyAcks:
-    """The cache's :class:`~radixkv.tiers.parts.CopyListener`, handed to the host tier at
+    """The cache's :class:`~radixkv.host.parts.CopyListener`, handed to the host tier at
     construction: a part of its own, so that the cache's public surface stays the request
     API. The host tier calls it alone."""
 

@@ -12,7 +12,7 @@ from ..errors import AllocationError, ConfigError, InvalidArgumentError, Invalid
 from ..memory import EnginePool, as_slot_array
 from .allocation import Allocation, AllocationState
 from .arguments import as_bool, as_int
-from .base import CacheBase
+from .cache_base import CacheBase
 from .results import PRIMARY
 
 __all__ = ["Allocation", "Direct"]

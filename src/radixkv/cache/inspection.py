@@ -6,17 +6,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.audit import check_tree, snapshot_tree
 from ..core.tiers import ledger_fields
+from ..core.tree_audit import check_tree, snapshot_tree
 from ..errors import InvariantError
-from ..tiers.audit import check_host
-from ..tiers.stats import host_stats
+from ..host.host_audit import check_host
+from ..host.host_stats import host_stats
 from .allocation import AllocationState
 from .lease import Lease
 from .results import CacheStats, ComponentStats
 
 if TYPE_CHECKING:
-    from .base import CacheBase as PrefixCache
+    from .cache_base import CacheBase as PrefixCache
 
 COUNTERS = ("matches", "match_tokens", "hit_tokens", "capped_tokens", "admitted", "finished",
             "aborted", "failed", "inserted_tokens", "checkpoints_created", "checkpoints_used")

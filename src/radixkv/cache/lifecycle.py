@@ -14,8 +14,8 @@ from ..core.types import TreeInsert, TreeMatch
 from ..errors import EngineError, InvalidArgumentError, LeaseError
 from .arguments import as_bool, as_int, as_optional_int
 from .lease import Lease, LeaseState
+from .load_back import LoadBack
 from .results import PRIMARY
-from .tiered import LoadBack
 
 
 class Lifecycle(LoadBack):

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ConfigError, InvariantError
 from ..memory import EnginePool, SlotAllocator, SlotPool, SlotPoolConfig
-from .config import CacheConfig
+from .cache_config import CacheConfig
 
 NO_PAGES = np.zeros(0, dtype=np.int64)
 NO_PAGES.flags.writeable = False

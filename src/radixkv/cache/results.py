@@ -12,8 +12,8 @@ from ..core.types import NodeId
 
 if TYPE_CHECKING:
     from ..components import Component
+    from ..host.host_stats import HostStats
     from ..storage.tier_stats import StorageTierStats
-    from ..tiers.stats import HostStats
 
 PRIMARY = 0
 """Index of the primary component (FULL): the configuration lists it first."""
@@ -103,7 +103,7 @@ class CacheStats:
     but past an admit's ``max_match``), or :attr:`unseen_tokens`. ``events_dropped``: KV
     events discarded because the event queue was full. ``failed``: leases failed by a
     load-back. ``host``: the host tier's ledgers and copy counters
-    (:class:`~radixkv.tiers.stats.HostStats`), ``None`` without one; ``storage``: the
+    (:class:`~radixkv.host.host_stats.HostStats`), ``None`` without one; ``storage``: the
     storage tier's (:class:`~radixkv.storage.StorageTierStats`), ``None`` without one."""
 
     capacity: int

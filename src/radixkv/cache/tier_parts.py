@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..core.tree import TreeCore
+from ..host.copy_engine import CopyEngine
+from ..host.host_controller import HostTierController
+from ..host.numpy_engine import NumpyCopyEngine
+from ..host.parts import CopyListener
 from ..storage.backend import StorageBackend
 from ..storage.build import check_storage, storage_parts, storage_tier
-from ..storage.tier import StorageTierController
-from ..tiers.copy_engine import CopyEngine
-from ..tiers.host import HostTierController
-from ..tiers.numpy_engine import NumpyCopyEngine
-from ..tiers.parts import CopyListener
-from .config import CacheConfig
+from ..storage.storage_controller import StorageTierController
+from .cache_config import CacheConfig
 from .pools import ComponentPools
 from .room import Reclaimer, TreeReclaimer
 

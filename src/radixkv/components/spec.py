@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..core.config import normalise_ints
+from ..core.tree_config import normalise_ints
 from ..errors import ConfigError
 
 

@@ -1,9 +1,9 @@
 """The component-agnostic radix tree core."""
 
-from .config import TreeConfig
 from .events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent
 from .policy import POLICIES, EvictionPolicy, EvictionQueue, make_policy
 from .tree import TreeCore
+from .tree_config import TreeConfig
 from .types import Lock, NodeId, TreeEvict, TreeInsert, TreeMatch
 
 __all__ = [

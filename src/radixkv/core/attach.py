@@ -8,12 +8,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .copy_plans import CopyPlanner, Planned
 from .eviction import Evictor
 from .insertion import Inserter
 from .keys import Namespace
 from .locking import Locker
 from .node import Node
-from .tiering import Planned, Tiering
 from .tiers import PRIMARY
 
 Run = tuple[int, np.ndarray]
@@ -45,7 +45,7 @@ def _unused(runs: Sequence[Run | None], attach_at: int, placed: Planned,
     return unused
 
 
-class Attacher(Inserter, Locker, Evictor, Tiering):
+class Attacher(Inserter, Locker, Evictor, CopyPlanner):
     """The tree's operations, plus attaching nodes held on one tier alone (a base of
     TreeCore)."""
 

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ConfigError, StaleHandleError
-from .config import TreeConfig
 from .event_log import EventLog
 from .keys import TOKEN_BYTES, Namespace
 from .node import Node
 from .policy import make_policy
 from .tiers import DEVICE, LOWER_MEDIA, Tier
+from .tree_config import TreeConfig
 from .types import InFlight, Lock
 
 if TYPE_CHECKING:  # components import the node module of this package

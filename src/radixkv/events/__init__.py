@@ -7,11 +7,11 @@ Needs the ``events`` extra (pyzmq, msgpack). Build the cache with
 endpoint and topic.
 """
 
-from .config import PublisherConfig, offset_endpoint
 from .publisher import KVEventPublisher
+from .publisher_config import PublisherConfig, offset_endpoint
 from .replay import ReplayBuffer
 from .snapshot import resident_pages
-from .storage import STORAGE_ENDPOINT, STORAGE_TOPIC, StorageEventPublisher
+from .storage_publisher import STORAGE_ENDPOINT, STORAGE_TOPIC, StorageEventPublisher
 from .wire import END_SEQUENCE, BatchEncoder, sequence_frame, wire_hash
 
 __all__ = [

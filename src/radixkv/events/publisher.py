@@ -24,10 +24,10 @@ from typing import Any, ClassVar
 
 import zmq
 
-from ..cache.base import CacheBase
+from ..cache.cache_base import CacheBase
 from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent, has_pages
 from ..errors import ConfigError, InvalidArgumentTypeError, PublisherClosedError
-from .config import PublisherConfig
+from .publisher_config import PublisherConfig
 from .replay import ReplayBuffer, ReplayServer
 from .sender import BatchSender
 from .snapshot import resident_pages

@@ -17,7 +17,7 @@ import zmq
 
 from ..core.events import KVEvent
 from ..errors import PublisherClosedError
-from .config import PublisherConfig
+from .publisher_config import PublisherConfig
 from .replay import ReplayBuffer
 from .wire import BatchEncoder, sequence_frame
 

@@ -11,7 +11,7 @@ from ..core.keys import unpack_tokens
 from ..core.tiers import DEVICE, HOST
 
 if TYPE_CHECKING:
-    from ..cache.base import CacheBase
+    from ..cache.cache_base import CacheBase
     from ..core.node import Node
     from ..core.tree import TreeCore
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import msgpack
 
 from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent, stored_fields
-from .config import PublisherConfig
+from .publisher_config import PublisherConfig
 
 MASK64 = (1 << 64) - 1
 END_SEQUENCE = struct.pack(">q", -1)

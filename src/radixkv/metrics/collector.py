@@ -10,7 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from ..cache.base import CacheBase
+from ..cache.cache_base import CacheBase
 from ..errors import InvalidArgumentTypeError
 from .names import (
     CACHE_METRICS,

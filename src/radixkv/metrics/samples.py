@@ -15,8 +15,8 @@ from ..cache.results import CacheStats
 
 if TYPE_CHECKING:
     from ..core.tiers import LedgerStats as _Ledger
+    from ..host.host_stats import HostStats
     from ..storage.tier_stats import StorageTierStats
-    from ..tiers.stats import HostStats
 
 Labels = dict[str, str]
 Sample = tuple[Labels, float]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from ..cache.base import CacheBase
+from ..cache.cache_base import CacheBase
 from ..cache.results import CacheStats
 from ..errors import ConfigError, InvalidArgumentTypeError
 

@@ -9,11 +9,11 @@ every logit of a cached run equals, bit for bit, the uncached run of the same pr
 """
 
 from .caches import CacheSizes, cache_config
-from .config import DEFAULT_LAYERS, LAYER_COMPONENTS, LAYER_KINDS, ModelConfig, combinations
 from .decoder import Decoder, TokenSlots
 from .engine import Engine, EngineStats
 from .harness import GroupVerdict, Mismatch, VerifyReport, compare, verify
 from .memory import Memory, PoolSizes
+from .model_config import DEFAULT_LAYERS, LAYER_COMPONENTS, LAYER_KINDS, ModelConfig, combinations
 from .reference import Generation, Reference, generate, shared_reference
 from .requests import RequestRecord, RequestSpec
 from .workload import WORKLOADS, WorkloadConfig, build

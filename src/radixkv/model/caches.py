@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from ..cache import CacheConfig
 from ..components import ChunkedLocal, ComponentSpec, FullAttention, Mamba, SlidingWindow
 from ..errors import ConfigError
-from ..tiers import HostTier
-from .config import ModelConfig
+from ..host import HostTier
+from .model_config import ModelConfig
 from .storage import L3Settings, storage_tier
 
 

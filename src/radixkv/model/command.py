@@ -20,13 +20,13 @@ from typing import TextIO
 
 from ..cache import CacheConfig
 from ..errors import OutOfSlotsError, RadixKVError
+from ..host import NumpyCopyConfig
 from ..progress import ProgressBar
 from ..storage import FileStorage, FileStorageConfig
-from ..tiers import NumpyCopyConfig
 from .caches import CacheSizes
 from .caches import cache_config as build_cache
-from .config import DEFAULT_LAYERS, ModelConfig
 from .harness import VerifyReport, verify
+from .model_config import DEFAULT_LAYERS, ModelConfig
 from .reference import Reference, shared_reference
 from .report import group_lines, summary_lines
 from .requests import RequestSpec

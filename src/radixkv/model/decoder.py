@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import ModelConfig
 from .memory import Memory
+from .model_config import ModelConfig
 from .numerics import attend, matvec, rms_norm, soft_gate
 
 

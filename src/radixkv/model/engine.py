@@ -21,7 +21,7 @@ When the cache runs out of slots mid-request, that request is aborted and requeu
 (preempted) and admission pauses until a running request finishes.
 
 With a host tier (``CacheConfig(host=...)``), the engine registers its device buffers and
-host buffers of the same rows with the cache's :class:`~radixkv.tiers.NumpyCopyEngine`
+host buffers of the same rows with the cache's :class:`~radixkv.host.NumpyCopyEngine`
 (:mod:`radixkv.model.host`), admits with ``load_back=True`` and polls the cache once per
 scheduler step (``cache.poll()``). A request whose lease is not ready yet (its prefix is
 being copied back from host memory) is skipped until a poll reports it ready; only then is

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cache import CacheConfig, PrefixCache
+from ..host import NumpyCopyConfig, NumpyCopyEngine
+from ..host.host_stats import HostStats
 from ..progress import Progress
 from ..storage import StorageBackend, StorageTierStats
-from ..tiers import NumpyCopyConfig, NumpyCopyEngine
-from ..tiers.stats import HostStats
 from .engine import Engine, EngineStats
 from .host import register_buffers
 from .memory import Memory, engine_memory, state_component

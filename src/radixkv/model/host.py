@@ -10,7 +10,7 @@ import numpy as np
 
 from ..cache import CacheConfig, PrefixCache
 from ..errors import ConfigError
-from ..tiers import CopyEngine, NumpyCopyEngine
+from ..host import CopyEngine, NumpyCopyEngine
 from .memory import STATE_BUFFER, Memory
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..cache import CacheConfig
 from ..errors import ConfigError
-from .config import ATTENTION_KINDS, LAYER_COMPONENTS, ModelConfig
+from .model_config import ATTENTION_KINDS, LAYER_COMPONENTS, ModelConfig
 
 STATE_BUFFER = "ssm"
 """The name of the state buffer in :attr:`Memory.buffers`."""

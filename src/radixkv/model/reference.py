@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import ModelConfig
 from .decoder import Decoder, TokenSlots
 from .memory import Memory
+from .model_config import ModelConfig
 
 
 @dataclass(frozen=True)

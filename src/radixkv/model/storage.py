@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 
 from ..cache import CacheConfig
 from ..storage import StorageLayout, StorageTier
-from .config import ModelConfig
 from .memory import sources, state_component
+from .model_config import ModelConfig
 
 MODEL_PREFIX = "radixkv-reference"
 ROW_LAYOUT = "rows: slot, layer (bottom up), then k/v, head, dim for KV; channel for states"

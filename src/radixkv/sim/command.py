@@ -16,7 +16,7 @@ COMBOS = ("full", "full+swa", "full+mamba", "full+swa+mamba")
 ROUTERS = ("round-robin", "least-loaded", "kv-aware")
 WORKLOADS = ("system", "chat", "fewshot", "agent")
 WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
-""":data:`radixkv.tiers.WRITE_POLICIES`, spelled out so that the parser imports nothing."""
+""":data:`radixkv.host.WRITE_POLICIES`, spelled out so that the parser imports nothing."""
 
 
 _positive = _at_least(1)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Collection, Sequence
 
-from ..tiers import Completion, Copy, CopyEngine, Direction
+from ..host import Completion, Copy, CopyEngine, Direction
 
 
 class SimCopyEngine(CopyEngine):

@@ -33,7 +33,7 @@ def summarize(result: SimResult, label: str | None = None,
     hits = sum(r.hit for r in served)
     host_hits = sum(r.host_hit for r in served)
     recomputed = sum(r.recomputed for r in served)
-    tiered = result.config.engine.cache.host is not None
+    with_host = result.config.engine.cache.host is not None
     losses = {name: sum(r.losses.get(name, 0) for r in served) for name in REASONS}
     ideal = prompt - sum(losses[name] for name in REASONS[REASONS.index("other_engine"):])
     return {
@@ -47,7 +47,7 @@ def summarize(result: SimResult, label: str | None = None,
         "token_hit_rate": _ratio(hits, prompt),
         "request_hit_rate": _ratio(sum(r.hit > 0 for r in served), len(served)),
         "hit_rate_by_tier": {"device": _ratio(hits - host_hits, prompt),
-                             "host": _ratio(host_hits, prompt) if tiered else None,
+                             "host": _ratio(host_hits, prompt) if with_host else None,
                              "storage": None},
         "host_hit_tokens": host_hits,
         "hit_rate_by_component": _by_component(result, hits, losses, prompt),

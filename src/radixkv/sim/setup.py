@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import CacheConfig
-from ..tiers import HostTier
+from ..host import HostTier
 from .cluster import SimConfig
 from .costs import PRESETS, CostModel
 from .engine import EngineConfig

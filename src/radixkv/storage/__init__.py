@@ -7,13 +7,13 @@ See docs/storage.md.
 """
 
 from .backend import StorageBackend, StorageFault
-from .config import WAIT_POLICIES, StorageTier
+from .backend_stats import FAULTS, StorageStats
 from .file import FileStorage, FileStorageConfig
 from .layout import StorageLayout
 from .mooncake_store import MooncakeStorage, MooncakeStorageConfig
 from .redis_store import RedisStorage, RedisStorageConfig
 from .rows import PageRows
-from .stats import FAULTS, StorageStats
+from .storage_config import WAIT_POLICIES, StorageTier
 from .tier_stats import StorageTierStats
 from .worker import StorageWorker
 from .writes import STORAGE_MEDIUM

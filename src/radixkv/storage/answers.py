@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .stats import FAULTS
+from .backend_stats import FAULTS
 
 Blob = bytes | bytearray | memoryview
 """A stored object as a read may return it."""

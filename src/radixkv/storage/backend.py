@@ -27,9 +27,9 @@ from typing import TypeVar
 
 from ..errors import InvalidArgumentError
 from .answers import Blob, fault_kind, objects, presence, read_item, write_outcome
+from .backend_stats import StorageCounters, StorageStats
 from .framing import HEADER_BYTES, frame, unframe
 from .rows import PageRows
-from .stats import StorageCounters, StorageStats
 
 _KEY = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,199}")
 _T = TypeVar("_T")
@@ -201,7 +201,7 @@ class StorageBackend(ABC):
 
     @abstractmethod
     def _classify(self, error: Exception) -> str:
-        """The fault kind (:data:`~radixkv.storage.stats.FAULTS`) of an error other than
+        """The fault kind (:data:`~radixkv.storage.backend_stats.FAULTS`) of an error other than
         :class:`StorageFault` that a raw call raised (anything else it answers or raises
         counts as ``error``)."""
 

@@ -13,19 +13,19 @@ import numpy as np
 
 from ..core.tree import TreeCore
 from ..errors import ConfigError, ConfigTypeError, CopyEngineError
-from ..tiers.config import HostTier, WritePolicy
-from ..tiers.copy_engine import CopyEngine
-from ..tiers.host import HostTierController
+from ..host.copy_engine import CopyEngine
+from ..host.host_config import HostTier, WritePolicy
+from ..host.host_controller import HostTierController
 from .backend import StorageBackend
-from .config import StorageTier
-from .tier import StorageParts, StorageTierController
+from .storage_config import StorageTier
+from .storage_controller import StorageParts, StorageTierController
 from .worker import StorageWorker
 from .write_back import WriteBack
 from .write_through import WriteThrough
 from .writes import StorageWrites
 
 if TYPE_CHECKING:
-    from ..cache.config import CacheConfig
+    from ..cache.cache_config import CacheConfig
 
 
 def check_storage(config: CacheConfig, backend: StorageBackend | None) -> StorageTier:

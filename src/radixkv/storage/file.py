@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.config import normalise_ints
+from ..core.tree_config import normalise_ints
 from ..errors import ConfigError, ConfigTypeError
 from .backend import StorageBackend
 from .checks import check_bool, check_clock, check_optional_int, check_seconds

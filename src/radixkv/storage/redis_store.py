@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.config import normalise_ints
+from ..core.tree_config import normalise_ints
 from ..errors import ConfigError, ConfigTypeError
 from .backend import StorageBackend
 from .checks import check_clock, check_int, check_optional_int, check_seconds, check_text

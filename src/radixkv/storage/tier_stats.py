@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .stats import StorageStats
+from .backend_stats import StorageStats
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 Every such wait ends by a deadline on the tier's clock (``StorageTier.clock``), whatever the
 store does: a store that never answers costs the waiter ``StorageTier.wait_timeout_s``, not
 forever. The clock is read once per round, and a round blocks at most
-:data:`~radixkv.storage.config.WAIT_ROUND_S` real seconds, so a fake clock that a test
+:data:`~radixkv.storage.storage_config.WAIT_ROUND_S` real seconds, so a fake clock that a test
 advances per reading turns the bound into a count of rounds.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, wait
 
-from .config import WAIT_ROUND_S
+from .storage_config import WAIT_ROUND_S
 
 
 def wait_until(futures: Iterable[Future[object]], deadline: float,

@@ -13,8 +13,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from .backend import StorageBackend, checked_keys
+from .backend_stats import StorageStats
 from .rows import PageRows
-from .stats import StorageStats
 
 _T = TypeVar("_T")
 

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..core.copy_plans import Planned
 from ..core.node import Node
-from ..core.tiering import Planned
 from ..core.tiers import HOST, PRIMARY
 from ..core.tree import TreeCore
 from .writes import StorageWrites

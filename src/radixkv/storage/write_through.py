@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.copy_plans import Planned
 from ..core.node import Node
-from ..core.tiering import Planned
 from ..core.tiers import HOST
 from ..core.tree import TreeCore
 from .writes import StorageWrites

@@ -47,14 +47,14 @@ def test_with_l3_below_its_rows_radixkv_reuses_more_than_vllms_own_cache(
              "prefetch_threshold": BLOCK_SIZE, "storage_wait": "wait_complete"}
     with VLLMEngine(vllm_checkpoint, radixkv=True, connector_extra=extra, log_dir=engine_logs,
                     **SMALL) as engine:
-        tiered = run_workload(engine, make_workload())  # type: ignore[arg-type]
+        with_l3 = run_workload(engine, make_workload())  # type: ignore[arg-type]
         stats = engine.stats()
         engine.close_cache()
     reused = {name: sum(result.cached_tokens for result in results(run))
-              for name, run in (("own", own), ("rows", rows_only), ("tiered", tiered))}
+              for name, run in (("own", own), ("rows", rows_only), ("with_l3", with_l3))}
     print(f"\n192 tokens of KV: vLLM's own prefix cache reused {reused['own']} tokens, "
-          f"radixkv {reused['rows']}, radixkv with a host tier and L3 {reused['tiered']} "
+          f"radixkv {reused['rows']}, radixkv with a host tier and L3 {reused['with_l3']} "
           f"(restored: {stats['restored']})")
-    assert_same(results(reference), results(tiered), "radixkv with L3")
+    assert_same(results(reference), results(with_l3), "radixkv with L3")
     assert stats["restored"]["restored_tokens"] > 0
-    assert reused["tiered"] > reused["own"] and reused["tiered"] > reused["rows"]
+    assert reused["with_l3"] > reused["own"] and reused["with_l3"] > reused["rows"]

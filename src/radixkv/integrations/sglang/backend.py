@@ -53,9 +53,9 @@ from radixkv.integrations.sglang.allocator import SGLangSlotAllocator, to_numpy,
 from radixkv.integrations.sglang.events import EventSink, make_sink
 from radixkv.integrations.sglang.handles import Acquired, PrefixHandle, Release
 from radixkv.integrations.sglang.keys import key_length, key_tokens, request_namespace, tokens_of
+from radixkv.integrations.sglang.lower_tiers import build_tiers
 from radixkv.integrations.sglang.settings import TierSettings
 from radixkv.integrations.sglang.support import UnsupportedConfiguration
-from radixkv.integrations.sglang.tiers import build_tiers
 
 __all__ = ["RadixKVPrefixCache", "negative_control_mode"]
 
@@ -119,7 +119,7 @@ class RadixKVPrefixCache(BasePrefixCache):  # type: ignore[misc, unused-ignore]
     def _match(self, tokens: npt.NDArray[np.int64], namespace: Any, request: Any = None,
                restore: bool = False) -> PrefixHandle:
         """The handle of ``tokens``' cached prefix; with ``restore``, after loading what the
-        host tier and L3 hold of it onto the device (see :mod:`.tiers`)."""
+        host tier and L3 hold of it onto the device (see :mod:`.lower_tiers`)."""
         if key_length(len(tokens), self.is_eagle) < self.page_size:
             return PrefixHandle.root(namespace)
         if restore and self.restorer is not None:

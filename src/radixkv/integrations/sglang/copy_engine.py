@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import torch  # type: ignore[import-not-found, unused-ignore]
 
-from radixkv.tiers import Completion, Copy, CopyEngine, Direction
+from radixkv.host import Completion, Copy, CopyEngine, Direction
 
 __all__ = ["SGLangCopyEngine", "layout_dtype", "row_shape"]
 

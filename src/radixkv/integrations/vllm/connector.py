@@ -32,11 +32,11 @@ from radixkv import CacheConfig, PrefixCache
 from radixkv.integrations.restore import Restorer
 from radixkv.integrations.vllm import NEGATIVE_CONTROL_ENV
 from radixkv.integrations.vllm.cpu_layout import cpu_paged_kv
+from radixkv.integrations.vllm.lower_tiers import build_tiers
 from radixkv.integrations.vllm.plan import StepPlan
 from radixkv.integrations.vllm.scheduler import SchedulerSide
 from radixkv.integrations.vllm.settings import ConnectorSettings
 from radixkv.integrations.vllm.support import UnsupportedConfiguration, check_supported
-from radixkv.integrations.vllm.tiers import build_tiers
 from radixkv.integrations.vllm.worker import WorkerSide
 
 __all__ = ["RadixKVConnector", "RadixKVMetadata"]

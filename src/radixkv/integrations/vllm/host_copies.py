@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from radixkv.tiers import Completion, Copy, CopyEngine, Direction
+from radixkv.host import Completion, Copy, CopyEngine, Direction
 
 __all__ = ["RowCopyEngine", "poll_clock"]
 

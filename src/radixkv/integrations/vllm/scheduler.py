@@ -28,7 +28,7 @@ When radixkv has no room (every row locked by running requests), a request's tok
 simply not saved in that step; vLLM still holds their KV in its blocks, so a later step saves
 them. Nothing here imports vLLM: a request is read through :class:`RequestView`.
 
-With a host tier (and L3) below the rows (:mod:`.tiers`), every call first applies what
+With a host tier (and L3) below the rows (:mod:`.lower_tiers`), every call first applies what
 happened since the last one (the step planned last has run: its rows may be backed up; the
 copy engine's completions are polled), and :meth:`SchedulerSide.matched` first brings what
 the host tier and L3 hold of the prompt into rows.
