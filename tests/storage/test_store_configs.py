@@ -111,6 +111,8 @@ def test_a_good_file_config_still_builds_a_store(tmp_path: Path) -> None:
     ({"wait_timeout_s": "60"}, ConfigError, "wait_timeout_s must be a finite"),
     ({"wait_timeout_s": True}, ConfigError, "wait_timeout_s must be a finite"),
     ({"clock": None}, ConfigTypeError, "clock must be a callable"),
+    ({"io_thread": "no"}, ConfigTypeError, "io_thread must be a bool"),
+    ({"flush_on_close": 1}, ConfigTypeError, "flush_on_close must be a bool"),
 ])
 def test_a_storage_tier_with_an_unbounded_or_unreadable_wait_is_refused(
         fields: dict[str, Any], error: type[Exception], message: str) -> None:

@@ -46,6 +46,22 @@ def test_calls_run_off_the_caller_thread_and_resolve_in_order(tmp_path: Path) ->
     assert worker.stats().put_stored == 3
 
 
+def test_without_a_thread_calls_run_on_the_caller_thread_and_are_done_on_return(
+        tmp_path: Path) -> None:
+    storage = RecordingStorage(tmp_path)
+    source, names = host(3), keys(3)
+    with StorageWorker(storage, thread=False) as worker:
+        put = worker.put_from(names, rows(source, range(3)))
+        assert put.done() and put.result(0) == [True] * 3
+        target = empty(3)
+        got = worker.get_into(names, rows(target, range(3)))
+        assert got.done() and got.result(0) == [True] * 3
+        failed = worker.call(lambda backend: 1 // 0)  # a job's error stays in its future
+        assert failed.done() and isinstance(failed.exception(0), ZeroDivisionError)
+    np.testing.assert_array_equal(target, source)
+    assert storage.threads == {threading.get_ident()}
+
+
 def test_bad_arguments_raise_on_the_caller_thread_and_queue_nothing(tmp_path: Path) -> None:
     storage = RecordingStorage(tmp_path)
     with StorageWorker(storage) as worker:

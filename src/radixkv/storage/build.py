@@ -50,7 +50,7 @@ def storage_parts(config: CacheConfig, tree: TreeCore, engine: CopyEngine,
     tier = check_storage(config, backend)
     assert config.host is not None and backend is not None  # CacheConfig checked the host
     buffers = host_buffers(tier, config.host, config.host_shapes(), engine)
-    worker = StorageWorker(backend)
+    worker = StorageWorker(backend, thread=tier.io_thread)
     layouts = []
     for component in tree.components:
         layout = tier.layout_of(component.name)

@@ -49,8 +49,12 @@ class StorageTier:
     ``close()`` raise :class:`~radixkv.errors.StorageTimeoutError`, the I/O still in flight
     (its host slots held), so the call can be retried. ``clock``: what the waits are
     measured on, a callable returning seconds (``time.monotonic``; a test may give a fake
-    one, read once per round of at most :data:`WAIT_ROUND_S` real seconds). Raises
-    :class:`ConfigError` / :class:`ConfigTypeError` on a bad value.
+    one, read once per round of at most :data:`WAIT_ROUND_S` real seconds). ``io_thread``:
+    the store's calls run on an I/O thread of their own (the default); ``False`` runs each
+    on the scheduler's thread when it is made, so every read has arrived when it is looked
+    at (no overlap with the scheduler: for a store that answers at once, or a test whose
+    course must not depend on a thread's speed). Raises :class:`ConfigError` /
+    :class:`ConfigTypeError` on a bad value.
     """
 
     layouts: tuple[StorageLayout, ...]
@@ -61,6 +65,7 @@ class StorageTier:
     flush_on_close: bool = True
     wait_timeout_s: float = 60.0
     clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
+    io_thread: bool = True
 
     def __post_init__(self) -> None:
         normalise_ints(self)
@@ -83,8 +88,9 @@ class StorageTier:
             raise ConfigError(f"timeout_s must be a number > 0, got {self.timeout_s!r}")
         if not isinstance(self.write, bool):
             raise ConfigTypeError("StorageTier.write must be a bool")
-        if not isinstance(self.flush_on_close, bool):
-            raise ConfigTypeError("StorageTier.flush_on_close must be a bool")
+        for flag in ("flush_on_close", "io_thread"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigTypeError(f"StorageTier.{flag} must be a bool")
         bound = self.wait_timeout_s
         if isinstance(bound, bool) or not isinstance(bound, (int, float)) \
                 or not math.isfinite(bound) or not bound > 0:

@@ -9,8 +9,8 @@ backend turns store failures into misses).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from .backend import StorageBackend, checked_keys
 from .backend_stats import StorageStats
@@ -19,13 +19,28 @@ from .rows import PageRows
 _T = TypeVar("_T")
 
 
-class StorageWorker:
-    """One thread in front of one backend; calls run in submission order. ``close()``
-    finishes what was submitted, then closes the backend (also as a context manager)."""
+class _Inline(Executor):
+    """Runs each call on the caller's thread as it is submitted (its future is done on
+    return): ``StorageTier(io_thread=False)``."""
 
-    def __init__(self, backend: StorageBackend) -> None:
+    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
+        future: Future[_T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as error:  # the future carries it, as a thread's would
+            future.set_exception(error)
+        return future
+
+
+class StorageWorker:
+    """One thread in front of one backend (or, with ``thread=False``, the caller's own);
+    calls run in submission order. ``close()`` finishes what was submitted, then closes the
+    backend (also as a context manager)."""
+
+    def __init__(self, backend: StorageBackend, *, thread: bool = True) -> None:
         self._backend = backend
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="radixkv-storage")
+        self._pool: Executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="radixkv-storage") if thread else _Inline()
 
     @property
     def backend(self) -> StorageBackend:
