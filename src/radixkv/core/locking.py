@@ -31,7 +31,10 @@ class Locker(TreeState):
         protected, holes = self.protected, self.holes
         if not holes[0]:  # bench lock_unlock: the common plans unrolled, see _lock_path_*
             # (full): no loop, no list; 618 -> 556 opcodes (bench opcodes), 2.14x / 2.28x
-            # -> 3.92x / 3.50x SGLang rust at page 1 / 16 (two quiet 5-round runs)
+            # -> 3.92x / 3.50x SGLang rust at page 1 / 16 (two quiet 5-round runs).
+            # Re-measured 2026-12-04 (bench opcodes, 1000 seqs): without the two-component
+            # paths (here and in unlock) lock_unlock costs 1.13x (full+swa 715 -> 811,
+            # full+mamba 630 -> 712 opcodes) and admit_finish 1.03-1.04x: they stay
             if self._lone_path:
                 protected[0] += _pin_path(node, 0)
                 receipt = Lock(self._owner, next(self._lock_ids), node, _PATH_ONLY)
