@@ -6,14 +6,11 @@ primary FULL slots when the cache has no such component), from the lease's per-c
 view (``slots_of(name)`` from ``start_of(name)``).
 
 Its cache calls are :class:`~radixkv.driver.RequestSteps`' (the simulator makes the same
-ones), with the engine's device memory as the state memory and every decode step a stretch
-of one: admit the prompt reusing at most all tokens but the last; copy the cached recurrent
-state into the request's own state slot (or zero it); prefill the rest in chunks of
-``chunk`` tokens, each computed token by token, saving states where the cache hints and
-committing after each chunk; then decode greedily: sample from the last logits, make room
-for the sampled token (``slide_window`` over what is computed, ``extend``), compute it, save
-a state every track interval (and commit it); ``finish``. The last sampled token is never
-fed back: the cache only ever holds KV that was computed.
+ones), with the engine's device memory as the state memory: prompts are prefilled in chunks
+of ``chunk`` tokens, computed token by token, and decoded greedily, one token a stretch
+(sample from the last logits, make room for the token, compute it, save the state at a
+track interval). The last sampled token is never fed back: the cache only ever holds KV
+that was computed.
 
 Up to ``max_running`` requests run interleaved, round-robin, one prefill chunk or one
 decode token each per tick; a turn of a chat is admitted once the previous turn finished.

@@ -68,4 +68,3 @@ def resolve_prompt(spec: RequestSpec, done: Mapping[int, RequestRecord]) -> tupl
     if spec.parent is None:
         return spec.tokens
     return done[spec.parent].sequence + spec.tokens
-

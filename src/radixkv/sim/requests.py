@@ -95,4 +95,3 @@ def cached_parts(request: SimRequest) -> tuple[np.ndarray, ...]:
     if request.cache_output and len(request.output) > 1:
         return request.prompt, request.output[:-1]
     return (request.prompt,)
-
