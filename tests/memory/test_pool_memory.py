@@ -39,7 +39,8 @@ def test_the_check_uses_the_memory_the_kernel_says_is_available(
 def test_table_bytes_counts_what_a_pool_allocates(capacity: int, page_size: int) -> None:
     config = SlotPoolConfig(capacity=capacity, page_size=page_size)
     pool = SlotPool(config)
-    arrays = [getattr(pool, name) for name in SlotPool.__slots__]
+    names = [name for kind in SlotPool.__mro__ for name in getattr(kind, "__slots__", ())]
+    arrays = [getattr(pool, name) for name in names]
     allocated = sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
     assert pool_memory.table_bytes(config) == allocated
 

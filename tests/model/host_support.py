@@ -60,15 +60,10 @@ class EagerLoadEngine(Engine):
             self._ready(run)
         return run
 
-    def _commit(self, run: Any, length: int) -> None:
-        if not run.lease.ready:
-            self.cache.wait(run.lease)
-        super()._commit(run, length)
-
-    def _checkpoint(self, run: Any) -> bool:
-        if not run.lease.ready:
-            self.cache.wait(run.lease)
-        return super()._checkpoint(run)
+    def _prefill_to(self, run: Any, stop: int) -> None:
+        super()._prefill_to(run, stop)  # a state saved or a commit follows
+        if not run.held.ready:
+            self.cache.wait(run.held)
 
 
 class DroppingCopyEngine(NumpyCopyEngine):

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from radixkv import CacheConfig
-from radixkv.cache import Lease
 from radixkv.cli import parse_verify
 from radixkv.model import (
     DEFAULT_LAYERS,
@@ -110,9 +109,10 @@ class NoStateCopyEngine(Engine):
     """Broken: forgets to copy the cached recurrent state, starts every request from zeros
     (the KV of the reused prefix is still used)."""
 
-    def _start_state(self, lease: Lease) -> None:
-        if lease.state_slot is not None:
-            self.memory.zero_state(lease.state_slot)
+    def _ready(self, run: Any) -> None:
+        if run.held.state_slot is not None:
+            self.memory.zero_state(run.held.state_slot)
+        run.ready = True
 
 
 class LateSlideEngine(Engine):
@@ -124,13 +124,16 @@ class LateSlideEngine(Engine):
     def _decode(self, run: Any) -> bool:
         token = int(np.argmax(run.record.logits[-1]))
         run.record.outputs.append(token)
-        if len(run.record.outputs) == run.record.spec.decode:
+        if run.fed == run.feeds:
             return True
-        self.cache.extend(run.lease, [token])
+        self.cache.extend(run.held, [token])
+        run.extended += 1
+        position = len(run.sequence)
         run.sequence.append(token)
-        self.cache.slide_window(run.lease)
-        if self._compute(run, len(run.sequence) - 1):
-            self._commit(run, run.computed)
+        self.cache.slide_window(run.held)
+        self._compute(run, position)
+        run.fed += 1
+        self.steps.decoded(run, position, 1)
         return False
 
 

@@ -77,7 +77,7 @@ def test_copies_move_whole_rows_of_a_components_buffer() -> None:
 
 def test_without_a_host_tier_nothing_is_registered() -> None:
     engine = Engine(model_reference(ALL).decoder, PrefixCache(small_cache(ALL, 1)))
-    assert engine.host_buffers == {} and not engine.load_back
+    assert engine.host_buffers == {}
 
 
 def test_a_host_tier_needs_a_numpy_copy_engine() -> None:

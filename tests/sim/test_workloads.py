@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from radixkv.sim.requests import check_workload
+from radixkv.driver import check_workload
 from radixkv.sim.workloads import make_workload
 
 

@@ -16,40 +16,28 @@ if TYPE_CHECKING:
 _new = object.__new__
 
 
-class EventLog:
-    """Builds BlockStored/BlockRemoved events from nodes and queues them in order.
+class EventQueue:
+    """KV events until taken, oldest first: at most ``limit`` of them.
 
-    The queue holds at most ``limit`` events. The event that would exceed it discards the
-    whole queue (a stream with a hole in it misleads a router more than an empty one) and
-    every later event is discarded too until the next :meth:`take`; all of them are counted
-    in :attr:`dropped`, and :attr:`dropped_since_take` tells the consumer (the publisher) to
-    resynchronise its routers from a snapshot of the tree instead.
+    The event that would exceed the limit discards the whole queue (a stream with a hole in
+    it misleads a router more than an empty one) and every later event is discarded too
+    until the next :meth:`take`; all of them are counted in :attr:`dropped`, and
+    :attr:`dropped_since_take` tells the consumer (a publisher) to resynchronise its routers
+    from a snapshot instead. ``enabled``: whether anyone takes the events; a producer pushes
+    only while it is (disabled, each hook costs the producer one ``if``, and nothing is kept
+    or counted). The tree's device events and a storage tier's STORAGE events each have one.
     """
 
-    __slots__ = ("_bigram", "_chain", "_context", "_digest", "_events", "_ids", "_medium",
-                 "_page_bytes", "_page_size", "_plain", "_sha256", "_tree", "dropped",
-                 "dropped_since_take", "enabled", "hasher", "limit")
+    __slots__ = ("_events", "dropped", "dropped_since_take", "enabled", "limit")
 
-    def __init__(self, tree: TreeState, enabled: bool, limit: int) -> None:
+    def __init__(self, limit: int, enabled: bool = True) -> None:
         self.enabled = enabled
         self.limit = limit
         self.dropped = 0
-        """Events discarded because the queue was full, since the tree was made."""
+        """Events discarded because the queue was full, since it was made."""
         self.dropped_since_take = 0
         """Events discarded since the last :meth:`take` (0: the queue is complete)."""
-        self._tree = tree
         self._events: list[KVEvent] = []
-        self._bigram, self._medium = tree.config.bigram, tree.config.medium
-        self.hasher = page_hash(tree.config.page_hash)
-        """The tree's page hash (its name is part of what identifies a storage key)."""
-        hasher = self.hasher
-        self._digest, self._chain, self._ids = hasher.digest, hasher.chain, hasher.ids
-        self._page_bytes, self._page_size = tree.page_bytes, tree.page_size
-        self._plain = not self._bigram
-        """Whether keys are plain u32 tokens, which a pending event keeps packed."""
-        self._sha256 = hasher is SHA256
-        self._context = (self._ids, self._page_size, self._medium)
-        """What every pending event of this tree shares (see ``core.events.PendingStored``)."""
 
     def push(self, event: KVEvent) -> None:
         """Queue ``event``, or discard it (see the class) when the queue is full. O(1)."""
@@ -69,6 +57,29 @@ class EventLog:
         events, self._events = self._events, []
         self.dropped_since_take = 0
         return events
+
+
+class EventLog(EventQueue):
+    """The tree's queue of device events: builds BlockStored/BlockRemoved events from nodes
+    and queues them (see :class:`EventQueue`)."""
+
+    __slots__ = ("_bigram", "_chain", "_context", "_digest", "_ids", "_medium", "_page_bytes",
+                 "_page_size", "_plain", "_sha256", "_tree", "hasher")
+
+    def __init__(self, tree: TreeState, enabled: bool, limit: int) -> None:
+        super().__init__(limit, enabled)
+        self._tree = tree
+        self._bigram, self._medium = tree.config.bigram, tree.config.medium
+        self.hasher = page_hash(tree.config.page_hash)
+        """The tree's page hash (its name is part of what identifies a storage key)."""
+        hasher = self.hasher
+        self._digest, self._chain, self._ids = hasher.digest, hasher.chain, hasher.ids
+        self._page_bytes, self._page_size = tree.page_bytes, tree.page_size
+        self._plain = not self._bigram
+        """Whether keys are plain u32 tokens, which a pending event keeps packed."""
+        self._sha256 = hasher is SHA256
+        self._context = (self._ids, self._page_size, self._medium)
+        """What every pending event of this tree shares (see ``core.events.PendingStored``)."""
 
     def stored(self, node: Node, medium: str | None = None) -> None:
         """Announce ``node``'s pages as newly held on ``medium`` (default: the device's;

@@ -20,7 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from radixkv.errors import ConfigError, EngineError, InvalidSlotsError, InvariantError
-from radixkv.memory.slot_arrays import PageTable, SlotArray, as_slot_array, page_table
+from radixkv.memory.pages import PagedSlots
+from radixkv.memory.slot_arrays import SlotArray, as_slot_array
 
 __all__ = ["EnginePool", "SlotAllocator"]
 
@@ -56,7 +57,7 @@ class SlotAllocator(Protocol):
         """Take back ``slots``: whole aligned pages, each allocated, none given twice."""
 
 
-class EnginePool:
+class EnginePool(PagedSlots):
     """A cache's pool over an engine's :class:`SlotAllocator`; same interface as
     :class:`~radixkv.memory.SlotPool` (page ids in, page ids out), plus :meth:`adopt_pages`
     for slots the engine allocated itself and hands to the tree.
@@ -67,8 +68,7 @@ class EnginePool:
     Costs are O(pages passed) numpy work; ``check``, ``reset``, ``snapshot`` O(capacity).
     """
 
-    __slots__ = ("_allocator", "_held", "_name", "_num_pages", "_page_size", "_rows",
-                 "_stamp", "faults", "last_fault")
+    __slots__ = ("_allocator", "_held", "faults", "last_fault")
 
     def __init__(self, allocator: SlotAllocator, name: str) -> None:
         """Raises :class:`ConfigError` when ``allocator`` lacks the protocol or declares a
@@ -84,32 +84,14 @@ class EnginePool:
         if capacity % page:
             raise ConfigError(f"{name}: the allocator's capacity {capacity} is not a whole "
                               f"number of pages of {page}")
-        self._allocator, self._name, self._page_size = allocator, name, page
-        self._num_pages = capacity // page
+        super().__init__(name, capacity // page, page)
+        self._allocator = allocator
         self._held: BoolArray = np.zeros(self._num_pages, dtype=np.bool_)
-        self._stamp = np.zeros(self._num_pages, dtype=np.int64)  # duplicate detection
-        self._rows: PageTable | None = page_table(self._num_pages, page) if page > 1 else None
         self.faults = 0
         """Calls to the allocator's ``free`` that raised (the slots were let go anyway)."""
         self.last_fault: str | None = None
 
     # ------------------------------------------------------------------ the pool's interface
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def page_size(self) -> int:
-        return self._page_size
-
-    @property
-    def num_pages(self) -> int:
-        return self._num_pages
-
-    @property
-    def capacity(self) -> int:
-        return self._num_pages * self._page_size
 
     @property
     def available(self) -> int:
@@ -162,20 +144,6 @@ class EnginePool:
         """The cache now holds ``pages``, page ids :meth:`foreign_pages` returned (not
         checked again); O(pages)."""
         self._held[pages] = True
-
-    def slots_of(self, pages: SlotArray) -> SlotArray:
-        """Slot ids of whole pages (page ids in range, not validated); O(slots)."""
-        if self._rows is None:
-            return pages
-        slots: SlotArray = self._rows.take(pages, axis=0).reshape(-1)
-        return slots
-
-    def pages_of(self, slots: SlotArray) -> SlotArray:
-        """Page ids of whole pages of slots; not validated."""
-        if self._page_size == 1:
-            return slots
-        pages: SlotArray = slots[::self._page_size] // self._page_size
-        return pages
 
     def free_pages(self, pages: SlotArray, distinct: bool = False) -> None:
         """Give pages the cache holds back to the engine, once. Raises
@@ -258,8 +226,3 @@ class EnginePool:
                 self._rows.take(pages, axis=0).tobytes() != slots.tobytes():
             raise InvalidSlotsError(f"{self._name}: slots are not whole aligned pages")
         return pages
-
-    def _repeats(self, pages: SlotArray) -> bool:
-        order = np.arange(len(pages), dtype=np.int64)
-        self._stamp[pages] = order
-        return bool(self._stamp.take(pages).tobytes() != order.tobytes())

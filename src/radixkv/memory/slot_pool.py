@@ -22,11 +22,12 @@ import numpy as np
 import numpy.typing as npt
 
 from radixkv.errors import ConfigError, InvalidSlotsError, InvalidSlotsTypeError, InvariantError
+from radixkv.memory.pages import PagedSlots
 from radixkv.memory.pool_audit import check_pool
 from radixkv.memory.pool_config import SlotPoolConfig
 from radixkv.memory.pool_memory import check_fits
 from radixkv.memory.pool_validation import check_in_range, whole_pages
-from radixkv.memory.slot_arrays import PageTable, SlotArray, as_slot_array, page_table
+from radixkv.memory.slot_arrays import SlotArray, as_slot_array
 
 __all__ = ["SlotPool", "SlotPoolConfig", "SlotPoolSnapshot"]
 
@@ -36,27 +37,15 @@ SlotPoolSnapshot = tuple[int, int, bytes, bytes, bytes]
 """``(capacity, page_size, allocation map, ever-allocated map, free pages in queue order)``."""
 
 
-class SlotPool:
+class SlotPool(PagedSlots):
     """A fixed pool of ``capacity`` slot ids, allocated and freed in whole pages (FIFO reuse).
 
     See the module docstring for the contracts every method shares (costs, no change on error,
     ownership of arrays).
     """
 
-    __slots__ = (
-        "_allocated",
-        "_config",
-        "_count",
-        "_handed_out",
-        "_head",
-        "_num_pages",
-        "_order",
-        "_page_offsets",
-        "_page_size",
-        "_queue",
-        "_rows",
-        "_stamp",
-    )
+    __slots__ = ("_allocated", "_config", "_count", "_handed_out", "_head", "_page_offsets",
+                 "_queue")
 
     def __init__(self, config: SlotPoolConfig) -> None:
         """Create an empty pool (every page free, queued in ascending order). O(capacity).
@@ -68,14 +57,9 @@ class SlotPool:
         if not isinstance(config, SlotPoolConfig):
             raise ConfigError(f"SlotPool needs a SlotPoolConfig, got {type(config).__name__}")
         check_fits(config)
+        super().__init__(config.name, config.num_pages, config.page_size)
         self._config = config
-        self._page_size = config.page_size
-        self._num_pages = config.num_pages
         self._page_offsets: SlotArray = np.arange(config.page_size, dtype=np.int64)
-        # Row k: the slot ids of page k (shared, read-only); unused at page size 1.
-        self._rows: PageTable | None = (
-            page_table(self._num_pages, self._page_size) if self._page_size > 1 else None
-        )
         # Page k is allocated <=> _allocated[k]; a free page is in the ring exactly once.
         self._allocated: BoolArray = np.zeros(self._num_pages, dtype=np.bool_)
         # Diagnostics only (tells a double free from a free of a page never allocated): pages
@@ -87,10 +71,6 @@ class SlotPool:
         self._queue: SlotArray = np.arange(self._num_pages, dtype=np.int64)
         self._head = 0
         self._count = self._num_pages
-        # Scratch for O(n) duplicate detection; its contents between calls mean nothing.
-        self._stamp: SlotArray = np.zeros(self._num_pages, dtype=np.int64)
-        # Positions 0..num_pages-1, sliced (not rebuilt) for every duplicate check.
-        self._order: SlotArray = np.arange(self._num_pages, dtype=np.int64)
 
     # ------------------------------------------------------------------ properties
 
@@ -98,26 +78,6 @@ class SlotPool:
     def config(self) -> SlotPoolConfig:
         """The configuration the pool was built with."""
         return self._config
-
-    @property
-    def name(self) -> str:
-        """``config.name``."""
-        return self._config.name
-
-    @property
-    def capacity(self) -> int:
-        """Total number of slots (tokens)."""
-        return self._config.capacity
-
-    @property
-    def page_size(self) -> int:
-        """Slots per page: the unit of ``alloc`` and ``free``."""
-        return self._page_size
-
-    @property
-    def num_pages(self) -> int:
-        """Total number of pages (``capacity // page_size``)."""
-        return self._num_pages
 
     @property
     def num_free_pages(self) -> int:
@@ -165,7 +125,7 @@ class SlotPool:
         if n < 0:
             raise InvalidSlotsError(f"num_tokens must be >= 0, got {n}")
         pages = self.alloc_pages(-(-n // self._page_size))
-        return None if pages is None else self._pages_to_slots(pages)
+        return None if pages is None else self.slots_of(pages)
 
     def alloc_pages(self, num_pages: int) -> SlotArray | None:
         """:meth:`alloc` by page count (an int >= 0, not validated), returning page ids (a
@@ -182,11 +142,6 @@ class SlotPool:
         # round -1.5% machine instructions with the u32 packing, cachegrind)
         self._handed_out += num_pages
         return pages
-
-    def slots_of(self, pages: SlotArray) -> SlotArray:
-        """Slot ids of the whole pages ``pages`` (page ids in range, not validated), in
-        order; a fresh array, or ``pages`` itself at page size 1. O(slots)."""
-        return self._pages_to_slots(pages)
 
     def free(self, slots: object) -> None:
         """Return whole pages to the pool; they join the back of the free queue in given order.
@@ -236,15 +191,6 @@ class SlotPool:
             raise InvariantError(f"{self._label()}: free_pages given a page it does not hold")
         allocated[pages] = False
         self._push(pages)
-
-    def pages_of(self, slots: SlotArray) -> SlotArray:
-        """Page ids of ``slots`` that are whole pages (as ``alloc`` returns them); a view
-        when the page size is 1. Not validated."""
-        p = self._page_size
-        if p == 1:
-            return slots
-        pages: SlotArray = slots[::p] // p
-        return pages
 
     def is_allocated(self, slots: object) -> BoolArray:
         """Return, for each slot id, whether its page is currently allocated.
@@ -331,13 +277,6 @@ class SlotPool:
         )
         return wrapped
 
-    def _repeats(self, pages: SlotArray) -> bool:
-        """Whether a page id occurs twice in ``pages`` (in range); O(k) via the stamp map."""
-        order = self._order[: len(pages)]
-        self._stamp[pages] = order  # a repeated page keeps only one of its positions
-        # bench insert/release: compare as bytes, no boolean temporary
-        return self._stamp.take(pages).tobytes() != order.tobytes()
-
     def _push(self, pages: SlotArray) -> None:
         """Append ``pages`` (non-empty, all currently not queued) at the back of the queue."""
         k = pages.size
@@ -349,9 +288,3 @@ class SlotPool:
             self._queue[tail : tail + first] = pages[:first]
             self._queue[: k - first] = pages[first:]
         self._count += k
-
-    def _pages_to_slots(self, pages: SlotArray) -> SlotArray:
-        if self._rows is None:
-            return pages
-        slots: SlotArray = self._rows.take(pages, axis=0).reshape(-1)  # a fresh array
-        return slots

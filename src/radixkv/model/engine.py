@@ -5,20 +5,18 @@ reads the slots of the cache component that holds its KV (:data:`LAYER_COMPONENT
 primary FULL slots when the cache has no such component), from the lease's per-component
 view (``slots_of(name)`` from ``start_of(name)``).
 
-Per request: ``admit`` the prompt reusing at most all tokens but the last (its logits are
-needed, so it is always computed: ``admit(prompt, max_match=len(prompt) - 1)``); copy the cached
-recurrent state into the request's own state slot (or zero it); prefill the rest in chunks
-of ``chunk`` tokens, saving states where the cache hints (``checkpoint``) and committing
-after each chunk; then decode greedily: sample from the last logits, release the slots that
-left the window of every windowed component (``slide_window``, only once every token so far
-is computed), extend by the sampled token and compute it, saving a state every track
-interval (and committing it); ``finish``. The last sampled token is never fed back: the
-cache only ever holds KV that was computed.
+Its cache calls are :class:`~radixkv.driver.RequestSteps`' (the simulator makes the same
+ones), with the engine's device memory as the state memory: prompts are prefilled in chunks
+of ``chunk`` tokens, computed token by token, and decoded greedily, one token a stretch
+(sample from the last logits, make room for the token, compute it, save the state at a
+track interval). The last sampled token is never fed back: the cache only ever holds KV
+that was computed.
 
 Up to ``max_running`` requests run interleaved, round-robin, one prefill chunk or one
 decode token each per tick; a turn of a chat is admitted once the previous turn finished.
-When the cache runs out of slots mid-request, that request is aborted and requeued
-(preempted) and admission pauses until a running request finishes.
+When the cache runs out of slots mid-request (a state that finds no free slot included),
+that request is aborted and requeued (preempted) and admission pauses until a running
+request finishes.
 
 With a host tier (``CacheConfig(host=...)``), the engine registers its device buffers and
 host buffers of the same rows with the cache's :class:`~radixkv.host.NumpyCopyEngine`
@@ -39,14 +37,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cache import Lease, LeaseState, PrefixCache
-from ..components import Mamba
+from ..driver import RequestState, RequestSteps, check_workload
 from ..errors import ConfigError, OutOfSlotsError
 from ..progress import Progress
 from .decoder import Decoder, TokenSlots
 from .host import attach_host
 from .l3_steps import StorageSteps
 from .memory import Memory, engine_memory, sources, state_component
-from .requests import RequestRecord, RequestSpec, check_workload, resolve_prompt
+from .requests import RequestRecord, RequestSpec, resolve_prompt
 
 
 @dataclass
@@ -70,18 +68,23 @@ class EngineStats:
     storage_waits: int = 0
 
 
-class _Running:
-    """A request between admission and finish."""
+class _Running(RequestState):
+    """A request between admission and finish: its record and its tokens so far."""
 
-    __slots__ = ("computed", "hints", "lease", "ready", "record", "sequence")
+    __slots__ = ("ready", "record", "sequence")
 
-    def __init__(self, lease: Lease, record: RequestRecord) -> None:
-        self.lease, self.record = lease, record
-        self.sequence = list(record.prompt)
-        self.computed = lease.cached_length
-        self.hints = frozenset(lease.checkpoint_hints)
+    def __init__(self, spec: RequestSpec, prompt: tuple[int, ...]) -> None:
+        super().__init__(len(prompt), spec.decode - 1)
+        self.record = RequestRecord(spec, prompt)
+        self.sequence = list(prompt)
         self.ready = False
         """Whether the lease was ready and the request's state set up (it may compute)."""
+
+    @property
+    def held(self) -> Lease:
+        """Its lease (it holds one from admission to finish)."""
+        assert self.lease is not None
+        return self.lease
 
 
 class Engine(StorageSteps):
@@ -99,15 +102,11 @@ class Engine(StorageSteps):
         self.sources = sources(model, config)
         """The cache component whose slots each attention layer kind reads."""
         self.per_token = {side.component.name: side.per_token for side in cache.sides}
-        self.windowed = any(spec.windowed for spec in config.specs)
-        state = state_component(model, config)
-        spec = None if state is None else config.spec(state)
-        self.interval = spec.track_interval if isinstance(spec, Mamba) else None
         self.memory = engine_memory(model, config) if memory is None else memory
         """The device buffers (given when a storage tier needed them before the cache)."""
-        self.host_buffers = attach_host(cache, self.memory, state)
+        self.host_buffers = attach_host(cache, self.memory, state_component(model, config))
         """The host buffers the copy engine moves rows to and from, by component name."""
-        self.load_back = cache.host is not None
+        self.steps = RequestSteps(cache, states=self.memory, skip_unsaved=False)
         self.stats = EngineStats()
         self._attempts: dict[int, int] = {}
         self._paused = False
@@ -161,9 +160,9 @@ class Engine(StorageSteps):
     def _poll(self, running: list[_Running], pending: list[RequestSpec]) -> None:
         """Apply the copies the cache's host tier acknowledged: start the requests whose
         lease became ready; requeue (first in line) those whose load-back failed."""
-        if not self.load_back:
+        if self.cache.host is None:
             return
-        by_lease = {run.lease.id: run for run in running}
+        by_lease = {run.held.id: run for run in running}
         for lease in self.cache.poll():
             run = by_lease.get(lease.id)
             if run is None or run.lease is not lease:
@@ -177,7 +176,7 @@ class Engine(StorageSteps):
 
     def _ready(self, run: _Running) -> None:
         """The lease's prefix is in place: copy its state in; the request may compute."""
-        self._start_state(run.lease)
+        self.steps.start(run)
         run.ready = True
 
     def _tick(self, run: _Running, running: list[_Running], pending: list[RequestSpec]) -> bool:
@@ -189,14 +188,14 @@ class Engine(StorageSteps):
                 if self._wait_for_storage():
                     return False  # the next tick tries again
                 raise
-            self.cache.abort(run.lease)
+            self.steps.abort(run)
             running.remove(run)
             pending.insert(0, run.record.spec)
             self.stats.preemptions += 1
             self._paused = True
             return False
         if finished:
-            self.cache.finish(run.lease)
+            self.steps.finish(run)
             running.remove(run)
             self._paused = False
         return finished
@@ -204,13 +203,13 @@ class Engine(StorageSteps):
     # ------------------------------------------------------------------ one request
 
     def _start(self, spec: RequestSpec, prompt: tuple[int, ...]) -> _Running:
-        lease = self.cache.admit(prompt, max_match=len(prompt) - 1, load_back=self.load_back)
+        run = _Running(spec, prompt)
+        lease = self.steps.admit(run, prompt)
         self.stats.admitted += 1
-        self._attempts[spec.rid] = self._attempts.get(spec.rid, 0) + 1
-        record = RequestRecord(spec, prompt, reused=lease.cached_length,
-                               lent={name: self._lent(lease, name) for name in self.per_token},
-                               attempts=self._attempts[spec.rid])
-        run = _Running(lease, record)
+        record = run.record
+        record.attempts = self._attempts[spec.rid] = self._attempts.get(spec.rid, 0) + 1
+        record.reused = lease.cached_length
+        record.lent = {name: self._lent(lease, name) for name in self.per_token}
         if lease.ready:
             self._ready(run)
         return run
@@ -221,55 +220,41 @@ class Engine(StorageSteps):
             return max(0, lease.cached_length - lease.start_of(name))
         return int(lease.copy_state_from is not None)
 
-    def _start_state(self, lease: Lease) -> None:
-        """Copy-on-write: the request starts from a copy of the cached state (or zeros)."""
-        if lease.state_slot is None:
-            return
-        if lease.copy_state_from is None:
-            self.memory.zero_state(lease.state_slot)
-        else:
-            self.memory.copy_state(lease.copy_state_from, lease.state_slot)
-
     def _advance(self, run: _Running) -> bool:
-        prompt_length = len(run.record.prompt)
-        if run.computed < prompt_length:
-            end = min(run.computed + self.chunk, prompt_length)
-            for position in range(run.computed, end):
-                self._compute(run, position)
-            self._commit(run, end)
+        if run.computed < run.prompt_len:
+            end = min(run.computed + self.chunk, run.prompt_len)
+            self.steps.prefill(run, end, self._prefill_to)
             return False
         return self._decode(run)
 
+    def _prefill_to(self, run: _Running, stop: int) -> None:
+        """Compute the prompt from ``run.computed`` up to ``stop`` (the steps call it)."""
+        for position in range(run.computed, stop):
+            self._compute(run, position)
+
     def _decode(self, run: _Running) -> bool:
         token = int(np.argmax(run.record.logits[-1]))
-        if len(run.record.outputs) + 1 == run.record.spec.decode:
-            run.record.outputs.append(token)
+        outputs = run.record.outputs
+        if run.fed == run.feeds:
+            outputs.append(token)
             return True
-        if self.windowed:
-            self.cache.slide_window(run.lease)
-        self.cache.extend(run.lease, [token])  # may raise: the step is then tried again
-        run.record.outputs.append(token)
+        self.steps.reserve(run, 1, (*outputs, token))  # may raise: the step is then tried again
+        position = len(run.sequence)
+        outputs.append(token)
         run.sequence.append(token)
-        if self._compute(run, len(run.sequence) - 1):
-            self._commit(run, run.computed)
+        self._compute(run, position)
+        run.fed += 1
+        self.steps.decoded(run, position, 1)
         return False
 
-    def _commit(self, run: _Running, length: int) -> None:
-        """Commit the first ``length`` tokens (wherever a prefill chunk or a checkpoint
-        ends)."""
-        if length > run.lease.tree_owned:
-            self.cache.commit(run.lease, length)
-
-    def _compute(self, run: _Running, position: int) -> bool:
-        """Run the token at ``position``; True when its state was saved (a checkpoint)."""
-        lease = run.lease
+    def _compute(self, run: _Running, position: int) -> None:
+        """Run the token at ``position``."""
+        lease = run.held
         kv = {kind: self._span(lease, kind, position) for kind in self.sources}
         slots = TokenSlots(kv=kv, state=lease.state_slot)
         row = self.decoder.step(self.memory, run.sequence[position], position, slots)
         run.record.logits.append(row)
-        run.computed = position + 1
         self.stats.computed_tokens += 1
-        return self._checkpoint(run)
 
     def _span(self, lease: Lease, kind: str, position: int) -> np.ndarray:
         """Slots of positions ``span_start(kind, position) .. position`` of the component
@@ -282,16 +267,3 @@ class Engine(StorageSteps):
             return lent
         self.stats.window_misses += 1
         return np.concatenate((np.zeros(start - low, dtype=np.int64), lent))
-
-    def _checkpoint(self, run: _Running) -> bool:
-        """Save the state after ``run.computed`` tokens where the cache hints, and every
-        track interval from the end of the prompt on."""
-        lease, done = run.lease, run.computed
-        if self.interval is None or done <= lease.tree_owned or lease.state_slot is None:
-            return False
-        at_interval = done >= len(run.record.prompt) and done % self.interval == 0
-        if done not in run.hints and not at_interval:
-            return False
-        slot = self.cache.checkpoint(lease, done)
-        self.memory.copy_state(lease.state_slot, slot)
-        return True

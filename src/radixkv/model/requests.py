@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,14 +68,3 @@ def resolve_prompt(spec: RequestSpec, done: Mapping[int, RequestRecord]) -> tupl
     if spec.parent is None:
         return spec.tokens
     return done[spec.parent].sequence + spec.tokens
-
-
-def check_workload(specs: Sequence[RequestSpec]) -> None:
-    """Raise ``ValueError`` unless request ids are unique and every parent comes first."""
-    seen: set[int] = set()
-    for spec in specs:
-        if spec.rid in seen:
-            raise ValueError(f"duplicate request id {spec.rid}")
-        if spec.parent is not None and spec.parent not in seen:
-            raise ValueError(f"request {spec.rid}: parent {spec.parent} does not come before it")
-        seen.add(spec.rid)

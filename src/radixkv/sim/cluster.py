@@ -19,12 +19,13 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from ..driver import check_workload
 from ..progress import Progress
 from .engine import EngineConfig, SimEngine
 from .jobs import Job
 from .keys import PrefixIndex, SequenceKeys, TimedPrefixIndex, namespace_salt
 from .records import RequestRecord
-from .requests import SimRequest, cached_parts, check_workload
+from .requests import SimRequest, cached_parts
 
 ROUTERS = ("round-robin", "least-loaded", "kv-aware")
 """``round-robin``: engines in turn. ``least-loaded``: fewest requests queued or running,

@@ -38,11 +38,12 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from .. import CacheConfig, PrefixCache
+from ..driver import RequestSteps
 from ..errors import OutOfSlotsError
 from .batch import DecodeBatch
 from .copies import SimCopyEngine
 from .costs import CostModel
-from .jobs import Job, JobOps
+from .jobs import Job
 from .keys import PrefixIndex, TimedPrefixIndex
 from .records import partition
 from .resident import ResidentIndex
@@ -80,8 +81,9 @@ class SimEngine:
         self.copies = None if cache_config.host is None else SimCopyEngine(
             config.cost.host_bandwidth, lambda: self.now)
         self.cache = PrefixCache(cache_config, self.copies)
-        self.ops = JobOps(self.cache, config.hints, config.decode_reserve)
-        self._hybrid = self.ops.mamba or self.ops.swa  # every decoding job grows each step
+        self.ops = RequestSteps(self.cache, hints=config.hints, ahead=config.decode_reserve)
+        self._mamba = self.ops.interval is not None
+        self._hybrid = self._mamba or self.ops.windowed  # every decoding job grows each step
         self._jump = max(1, config.decode_reserve)  # the longest decode jump (steps)
         self.cost = config.cost
         self.page = cache_config.page_size
@@ -92,7 +94,7 @@ class SimEngine:
         self.batch = DecodeBatch()
         self.held_once = PrefixIndex(self.page)  # pages this cache took at least once
         # pages this engine computed: the same as held_once unless MAMBA cuts inserts
-        self.computed_once = PrefixIndex(self.page) if self.ops.mamba else self.held_once
+        self.computed_once = PrefixIndex(self.page) if self._mamba else self.held_once
         self.computed_anywhere = computed_anywhere
         self.resident = ResidentIndex(self.page) if config.events else None
         self.samples: list[tuple[float, ...]] = []
@@ -177,7 +179,7 @@ class SimEngine:
         while self.waiting and budget > 0 and len(self.running) < self.config.max_running:
             job = self.waiting[0]
             try:
-                lease = self.ops.admit(job)
+                lease = self.ops.admit(job, job.request.prompt, job.request.namespace)
             except OutOfSlotsError:
                 if self.running:
                     return
@@ -259,7 +261,7 @@ class SimEngine:
             budget -= tokens
             chunks.append((job, past))
             job.record.prefilled += tokens
-            held = self.ops.prefill(job, tokens)
+            held = self.ops.prefill(job, past + tokens)
             self._remember(job.keys, past, held, job.computed)
         return chunks
 
@@ -307,7 +309,7 @@ class SimEngine:
             if job not in batch.members:
                 continue  # preempted for an earlier one
             batch.sync(job)
-            while not self.ops.grow(job, steps):
+            while not self.ops.grow(job, steps, job.request.output):
                 # the newest by submission, not by (re-)admission: an older request is never
                 # preempted for a newer one, so the oldest always advances (no livelock)
                 victim = max(self.running, key=_submission)
@@ -348,11 +350,11 @@ class SimEngine:
         """Finish the jobs that sampled their last token."""
         for job in finished:
             del self.running[job]
-            cached = self.ops.finish(job)
-            if cached is not None:
-                keys, held = cached
+            held = self.ops.finish(job)
+            if held is not None:
+                keys = job.sequence_keys
                 # the prompt's pages were remembered at prefill, unless MAMBA cut them off
-                start = 0 if self.ops.mamba else job.prompt_len - job.prompt_len % self.page
+                start = 0 if self._mamba else job.prompt_len - job.prompt_len % self.page
                 self._remember(keys, start, held, len(keys) * self.page)
                 if self.computed_anywhere is not None:
                     self.computed_anywhere.add(keys[start // self.page :], self.now)

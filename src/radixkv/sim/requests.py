@@ -95,14 +95,3 @@ def cached_parts(request: SimRequest) -> tuple[np.ndarray, ...]:
     if request.cache_output and len(request.output) > 1:
         return request.prompt, request.output[:-1]
     return (request.prompt,)
-
-
-def check_workload(requests: list[SimRequest]) -> None:
-    """Raise ``ValueError`` unless ids are unique and every parent comes earlier."""
-    seen: set[int] = set()
-    for request in requests:
-        if request.rid in seen:
-            raise ValueError(f"duplicate request id {request.rid}")
-        if request.parent is not None and request.parent not in seen:
-            raise ValueError(f"request {request.rid}: parent {request.parent} is not earlier")
-        seen.add(request.rid)

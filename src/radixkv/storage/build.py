@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.event_log import EventQueue
 from ..core.tree import TreeCore
 from ..errors import ConfigError, ConfigTypeError, CopyEngineError
 from ..host.copy_engine import CopyEngine
@@ -58,7 +59,7 @@ def storage_parts(config: CacheConfig, tree: TreeCore, engine: CopyEngine,
         layouts.append(layout)
     writes = StorageWrites(worker, tree.components, layouts, buffers, tree.log.hasher,
                            tree.page_bytes, tree.config.bigram,
-                           tree.log.limit if tree.log.enabled else None)
+                           EventQueue(tree.log.limit, tree.log.enabled))
     by_drops = tier.write and config.host.policy is WritePolicy.WRITE_BACK
     write_back = WriteBack(tree, writes) if by_drops else None
     sink = write_back if by_drops or not tier.write else WriteThrough(tree, writes)

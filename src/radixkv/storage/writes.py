@@ -13,11 +13,11 @@ from concurrent.futures import Future
 import numpy as np
 
 from ..components.base import Component
+from ..core.event_log import EventQueue
 from ..core.events import BlockStored, KVEvent, block_stored
 from ..core.hashing import PageHash, page_digests
 from ..core.keys import unpack_tokens
 from ..core.node import Node
-from .event_queue import EventQueue
 from .layout import StorageLayout
 from .rows import PageRows
 from .worker import StorageWorker
@@ -43,17 +43,16 @@ class StorageWrites:
 
     def __init__(self, worker: StorageWorker, components: Sequence[Component],
                  layouts: Sequence[StorageLayout], buffers: Sequence[np.ndarray],
-                 hasher: PageHash, page_bytes: int, bigram: bool,
-                 event_limit: int | None) -> None:
+                 hasher: PageHash, page_bytes: int, bigram: bool, events: EventQueue) -> None:
         self.worker, self.components, self.layouts = worker, list(components), list(layouts)
         self.buffers, self.hasher = buffers, hasher
         self.page_bytes, self.bigram = page_bytes, bigram
         self.outbox: list[list[tuple[list[str], np.ndarray, BlockStored | None]]] = [
             [] for _ in self.components]
         self.puts: list[_Put] = []
-        self.events = EventQueue(event_limit)
-        """STORAGE events of landed puts, until taken (``event_limit`` at most; ``None``:
-        the cache has events off and none is built)."""
+        self.events = events
+        """STORAGE events of landed puts, until taken (bounded like the tree's; disabled
+        where the cache has events off: none is built)."""
         self.queued_pages = self.written_pages = self.failed_pages = 0
         self.closed = False
         """Set by :meth:`close`: the I/O thread is gone, nothing more is queued."""
