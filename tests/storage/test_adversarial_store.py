@@ -7,18 +7,19 @@ flipped bytes or lie about what they stored), plus prefetch, time passing (the e
 retry window) and settling the store's I/O.
 
 Each run draws the store's seed, the wait policy and the prefetch threshold; the store's
-calls run on the scheduler's thread as they are made (``StorageTier(io_thread=False)``)
-and the tier's clock stands still (the store never blocks in real time, its stalls move
-only the store's clock), so no run depends on the machine's speed: not what it asserts,
-and not which steps hypothesis draws (an I/O thread made them depend on how far its reads
-had got, and hypothesis refused the runs as inconsistent data generation). After every step: ``check_invariants()``, no slot of either tier
-leaked or owned twice (an L3 prefetch's reserved host slots included), the content oracle
-(:class:`tests.host.kv_model.KVModel`: every row of every value the tree holds, on
-either tier, L3 restores included, and every row a ready lease reads as cached, holds the
-value of its namespace and prefix), and no store call came within a retry window after a
-stall; every admit met at most one stall. Whenever the I/O has settled (a reset, a
-settle, the end): every fault the store played was counted, by kind. The negative control
-shows the oracle catches a store that serves another page under a valid frame.
+calls run on the scheduler's thread as they are made (``StorageTier(io_thread=False)``) and
+the tier's clock stands still (the store never blocks in real time, its stalls move only the
+store's clock), so no run depends on the machine's speed: not what it asserts, and not which
+steps hypothesis draws (an I/O thread made them depend on how far its reads had got, and
+hypothesis refused the runs as inconsistent data generation). After every step:
+``check_invariants()``, no slot of either tier leaked or owned twice (an L3 prefetch's
+reserved host slots included), the content oracle (:class:`tests.host.kv_model.KVModel`:
+every row of every value the tree holds, on either tier, L3 restores included, and every row
+a ready lease reads as cached, holds the value of its namespace and prefix), and no store
+call came within a retry window after a stall; every admit met at most one stall. Whenever
+the I/O has settled (a reset, a settle, the end): every fault the store played was counted,
+by kind. The negative control shows the oracle catches a store that serves another page
+under a valid frame.
 """
 
 from __future__ import annotations
