@@ -150,20 +150,26 @@ class KVEventPublisher:
         :class:`PublisherClosedError` after :meth:`close`."""
         if self._closed or not isinstance(cache, CacheBase):  # _check() inline
             self._check(cache)
-        dropped = cache.tree.log.dropped_since_take  # read before the drain resets it
-        events = cache.take_events()
-        if dropped or self._sender.lost:
+        log = cache.tree.log
+        dropped = log.dropped_since_take  # read before the drain resets it
+        events = log.take()  # cache.take_events() without its two calls
+        sender = self._sender
+        if dropped or sender.lost:
             if dropped:
                 self.cache_dropped += dropped
                 self._warn_dropped(dropped)
-            resync = self._sender.take_resync() or dropped > 0
+            resync = sender.take_resync() or dropped > 0
             if resync and self.config.resync_on_drop:
                 self.resyncs += 1
                 return self.republish_all(cache)
         if not events:
             return []
-        batches = _split(events)
-        return self._sender.submit(batches, time.time()) if batches else []
+        if AllBlocksCleared in map(type, events):  # after a reset(): split, as any events
+            batches = _split(events)
+            return sender.submit(batches, time.time()) if batches else []
+        # the cache's own stores and removes: one batch, no per-event work on this thread
+        # (the encoder leaves out any that carries no page; the tree queues none)
+        return sender.submit((events,), time.time())
 
     def publish_events(self, events: Iterable[KVEvent], ts: float | None = None) -> list[int]:
         """Publish already-drained events as batches (split before each AllBlocksCleared);

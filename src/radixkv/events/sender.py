@@ -16,10 +16,12 @@ switch interval bounds how long the scheduler keeps the lock from a thread that 
 from __future__ import annotations
 
 import logging
+import math
 import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any
 
 import zmq
@@ -93,13 +95,14 @@ class BatchSender:
         self._next_seq = 0
         self._busy = 0
         """Batches the thread took and has not sent yet."""
-        self._idle = False
-        """The thread waits for batches (then :meth:`submit` wakes it)."""
-        self._lingering = False
-        """The thread waits :data:`LINGER` after a round (a half-full queue wakes it)."""
+        self._wake_len: float = math.inf
+        """The queue length at which :meth:`submit` wakes the thread: 1 while it waits
+        idle, half of ``queue_batches`` while it lingers after a round, never while it
+        sends."""
+        self._half = max(1, config.queue_batches // 2)
+        self._limit = config.queue_batches
         self._flushing = 0
         """Threads in :meth:`flush`: the thread does not linger meanwhile."""
-        self._wake_at = max(1, config.queue_batches // 2)
         self._stopping = False
         self.lost = False
         """Whether events were lost on the way since the last :meth:`take_resync` (which
@@ -124,25 +127,33 @@ class BatchSender:
         they do not fit in ``queue_batches``, none is queued: their events are counted as
         dropped and a resync is requested. Raises :class:`PublisherClosedError` once
         :meth:`stop` began."""
+        count = len(batches)
         with self._lock:
-            if self._stopping:
-                raise PublisherClosedError("the KV event publisher is closed")
-            queue, count = self._queue, len(batches)
-            if bounded and len(queue) + count > self._config.queue_batches:
-                self.dropped_events += sum(len(batch) for batch in batches)
-                self.lost = True
-                return []
+            queue = self._queue
+            if self._stopping or (bounded and len(queue) + count > self._limit):
+                return self._refuse(batches)
             first = self._next_seq
             self._next_seq = first + count
             if count == 1:
                 queue.append((first, stamp, batches[0]))
             else:
-                queue.extend((first + i, stamp, batch) for i, batch in enumerate(batches))
-            if self._idle or (self._lingering and len(queue) >= self._wake_at):
-                self._idle = self._lingering = False
-                self.wakeups += 1
-                self._work.notify()
+                queue.extend(zip(range(first, first + count), repeat(stamp), batches))
+            if len(queue) >= self._wake_len:
+                self._wake()
         return [first] if count == 1 else list(range(first, first + count))
+
+    def _refuse(self, batches: Sequence[Sequence[KVEvent]]) -> list[int]:
+        """Raise once stopping, else drop ``batches`` (counted) and ask for a resync."""
+        if self._stopping:
+            raise PublisherClosedError("the KV event publisher is closed")
+        self.dropped_events += sum(len(batch) for batch in batches)
+        self.lost = True
+        return []
+
+    def _wake(self) -> None:
+        self._wake_len = math.inf
+        self.wakeups += 1
+        self._work.notify()
 
     def take_resync(self) -> bool:
         """Whether events were lost on the way since the last call (and forget it)."""
@@ -154,8 +165,7 @@ class BatchSender:
         """Wait until every submitted batch was sent; False if ``timeout`` passed first."""
         with self._lock:
             self._flushing += 1
-            self._lingering = False
-            self._work.notify()
+            self._work.notify()  # cuts a linger short
             try:
                 return self._done.wait_for(lambda: not self._queue and not self._busy,
                                            timeout)
@@ -192,9 +202,9 @@ class BatchSender:
         """Wait :data:`LINGER` for more batches, unless told to hurry (lock held)."""
         if self._stopping or self._flushing:
             return
-        self._lingering = True
+        self._wake_len = self._half
         self._work.wait(LINGER)
-        self._lingering = False
+        self._wake_len = math.inf
 
     def _take(self) -> list[_Item] | None:
         """Every queued batch, a heartbeat once idle long enough, or None to stop (called
@@ -203,19 +213,19 @@ class BatchSender:
         while not self._queue:
             if self._stopping:
                 return None
-            self._idle = True
+            self._wake_len = 1
             if interval is None:
                 self._work.wait()
                 continue
             remaining = self._last + interval - time.monotonic()
             if remaining <= 0:
-                self._idle = False
+                self._wake_len = math.inf
                 seq = self._next_seq
                 self._next_seq += 1
                 self._busy = 1
                 return [(seq, time.time(), ())]
             self._work.wait(remaining)
-        self._idle = False
+        self._wake_len = math.inf
         items, self._queue = self._queue, []
         self._busy = len(items)
         return items

@@ -61,15 +61,15 @@ class BatchEncoder:
 
     def batch(self, ts: float, events: Sequence[KVEvent], dp_rank: int) -> bytes:
         """One ``KVEventBatch``: a 3-element array of float64 ``ts``, the events, and the
-        data-parallel rank."""
+        data-parallel rank. Stores and removes that carry no page are left out."""
         pack = self._pack
-        parts = [b"\x93", pack(float(ts)), self._packer.pack_array_header(len(events))]
-        parts.extend(map(self.event, events))
-        parts.append(pack(dp_rank))
-        return b"".join(parts)
+        encoded = [data for data in map(self.event, events) if data]  # b"": no page
+        return b"".join([b"\x93", pack(float(ts)), self._packer.pack_array_header(len(encoded)),
+                         *encoded, pack(dp_rank)])
 
     def event(self, event: KVEvent) -> bytes:
-        """One event in the configured form (tagged map, or legacy positional array)."""
+        """One event in the configured form (tagged map, or legacy positional array);
+        ``b""`` for a store or remove that carries no page (nothing to send)."""
         if isinstance(event, BlockStored):
             return self._stored(event)
         if isinstance(event, BlockRemoved):
@@ -104,6 +104,8 @@ class BatchEncoder:
     def _stored(self, event: BlockStored) -> bytes:
         # one call for the six fields (a pending event's computed here, on this thread)
         hashes, parent, tokens, size, medium, namespace = stored_fields(event)
+        if not hashes:
+            return b""
         if parent is not None and self._unsigned:
             parent &= MASK64
         if type(tokens) is not list:
@@ -128,6 +130,8 @@ class BatchEncoder:
         return _MAP16_9 + self._pack(fields)[_ARRAY16:]
 
     def _removed(self, event: BlockRemoved) -> bytes:
+        if not event.block_hashes:
+            return b""
         hashes = self._hashes(event.block_hashes)
         medium = self._media.get(event.medium, event.medium)
         if self._legacy:
