@@ -23,6 +23,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cache import CacheConfig, PrefixCache
@@ -51,13 +52,17 @@ class _Subscriber:
         self.socket.setsockopt(zmq.SUBSCRIBE, b"")
         self.socket.connect(endpoint)
 
-    def sequences(self, wait: float) -> list[int]:
-        """The sequence numbers of the messages received so far, waiting up to ``wait``
-        seconds for the first one."""
+    def sequences(self, wait: float, until: int | None = None) -> list[int]:
+        """The sequence numbers of the messages received and not read yet: those already
+        there, after waiting up to ``wait`` seconds for the first, or (``until``) every one
+        up to that number, waiting up to ``wait`` seconds for each."""
         seqs: list[int] = []
-        while self.socket.poll(int(wait * 1000) if not seqs else 0):
+        timeout = int(wait * 1000)
+        while self.socket.poll(timeout if not seqs or until is not None else 0):
             frames = self.socket.recv_multipart()
             seqs.append(int.from_bytes(frames[1], "big"))
+            if seqs[-1] == until:
+                break
         return seqs
 
     def close(self) -> None:
@@ -65,22 +70,59 @@ class _Subscriber:
         self._context.term()
 
 
+@dataclass
+class _Live:
+    """The live setting's publisher, its subscriber, and the sequence number and counters
+    the timed block started from."""
+
+    publisher: Any
+    subscriber: _Subscriber
+    first: int = 0
+    before: dict[str, int] = field(default_factory=dict)
+
+    def connect(self) -> None:
+        """Publish AllBlocksCleared until the subscriber hears one (a SUB socket gets only
+        what is sent after its subscription reached the publisher), for up to a minute;
+        then note where the timed block starts."""
+        from ..core.events import AllBlocksCleared
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            self.publisher.publish_events([AllBlocksCleared()])
+            self.publisher.flush(10)
+            if self.subscriber.sequences(wait=0.1):
+                break
+        self.first, self.before = self.publisher.next_sequence, self.publisher.stats()
+
+    def counts(self) -> dict[str, Any]:
+        """The timed block's batches, wake-ups, drops, and how many the subscriber got."""
+        after = self.publisher.stats()
+        batches = after["batches"] - self.before["batches"]
+        first = self.first
+        arrived = self.subscriber.sequences(wait=5.0, until=first + batches - 1)
+        return {"batches": batches,
+                "wakeups": after["sender_wakeups"] - self.before["sender_wakeups"],
+                "received": len({seq for seq in arrived if first <= seq < first + batches}),
+                "dropped_events": after["dropped_events"] - self.before["dropped_events"]}
+
+
 @contextmanager
-def _publishing(setting: str, cache: PrefixCache) -> Iterator[tuple[Callable[[], Any], Any]]:
-    """The step's drain (``take_events`` or a publisher's ``publish``) and the publisher
-    (``None`` unless live)."""
+def _publishing(setting: str, cache: PrefixCache) -> Iterator[tuple[Callable[[], Any],
+                                                                    _Live | None]]:
+    """The step's drain (``take_events``, or a publisher's ``publish`` when live) and the
+    live setting's parts."""
     if setting != "live":
         yield cache.take_events, None
         return
     from ..events import KVEventPublisher
 
     publisher = KVEventPublisher(endpoint=LOOPBACK, replay_endpoint=LOOPBACK)
-    subscriber = _Subscriber(publisher.endpoint)
+    live = _Live(publisher, _Subscriber(publisher.endpoint))
     try:
-        yield (lambda: publisher.publish(cache)), (publisher, subscriber)
+        yield (lambda: publisher.publish(cache)), live
     finally:
         publisher.close()
-        subscriber.close()
+        live.subscriber.close()
 
 
 def run_block(setting: str, page_size: int, prompts: list[list[int]], capacity: int,
@@ -90,47 +132,42 @@ def run_block(setting: str, page_size: int, prompts: list[list[int]], capacity: 
     cache = _cache(setting, page_size, capacity)
     admit, finish = cache.admit, cache.finish
     with _publishing(setting, cache) as (drain, live):
-        for prompt in prompts[:warmup]:
+        def step(prompt: list[int]) -> None:
             finish(admit(prompt))
             drain()
+
+        for prompt in prompts[:warmup]:
+            step(prompt)
         if live is not None:
-            live[0].flush(10)
-            live[1].sequences(wait=5.0)  # connected: the warm-up's batches arrived
-            first = live[0].next_sequence
-            before = live[0].stats()
-        items = prompts[warmup:]
-        latencies: list[float] = []
-        now = time.perf_counter
-        gc.collect()
-        gc.disable()
-        try:
-            start = now()
-            for prompt in items:
-                begin = now()
-                finish(admit(prompt))
-                drain()
-                latencies.append(now() - begin)
-            flushed = live is None or live[0].flush(60)
-            wall = now() - start
-        finally:
-            gc.enable()
-        record: dict[str, Any] = {"p50_us": statistics.median(latencies) * 1e6,
-                                  "mean_us": wall / len(items) * 1e6}
+            live.connect()
+        flush = None if live is None else live.publisher.flush
+        record = _timed(step, prompts[warmup:], flush)
         if live is not None:
-            record |= _live_counts(live, before, first, flushed)
+            record |= live.counts()
     cache.check_invariants()
     return record
 
 
-def _live_counts(live: Any, before: dict[str, int], first: int,
-                 flushed: bool) -> dict[str, Any]:
-    publisher, subscriber = live
-    after = publisher.stats()
-    received = [seq for seq in subscriber.sequences(wait=5.0) if seq >= first]
-    return {"batches": after["batches"] - before["batches"],
-            "wakeups": after["sender_wakeups"] - before["sender_wakeups"],
-            "received": len(received), "flushed": flushed,
-            "dropped_events": after["dropped_events"] - before["dropped_events"]}
+def _timed(step: Callable[[list[int]], None], items: list[list[int]],
+           flush: Callable[[float], bool] | None) -> dict[str, Any]:
+    """p50 µs of ``step`` over ``items`` and the mean µs a step of the whole block, the
+    final ``flush`` included (the garbage collector off meanwhile)."""
+    latencies: list[float] = []
+    now = time.perf_counter
+    gc.collect()
+    gc.disable()
+    try:
+        start = now()
+        for item in items:
+            begin = now()
+            step(item)
+            latencies.append(now() - begin)
+        flushed = flush is None or flush(60)
+        wall = now() - start
+    finally:
+        gc.enable()
+    return {"p50_us": statistics.median(latencies) * 1e6, "mean_us": wall / len(items) * 1e6,
+            "flushed": flushed}
 
 
 def run_publisher_rounds(prompts: list[list[int]], page_sizes: list[int], rounds: int,
