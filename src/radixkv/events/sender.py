@@ -4,13 +4,13 @@ Encoding a large batch (a ``republish_all`` of a big tree, a burst of evictions)
 milliseconds to seconds of msgpack work; doing it here keeps it off the scheduler thread,
 whose :meth:`BatchSender.submit` only numbers the batches and queues them.
 
-The two threads share one interpreter lock, and each hand-over of it costs both a wake-up
-and a cache-cold restart: woken once a step, the sender took the lock from the scheduler
-every step (a tight admit + finish + publish loop ran 2.6 times as long as without events
-at page 16). So the thread is woken only when it waits with nothing to do, and once awake
-it takes every batch queued and encodes, keeps and sends them in one go before it waits
-again: in a busy loop that is one hand-over per few hundred batches (the interpreter's
-switch interval bounds how long the scheduler keeps the lock from a thread that wants it).
+The two threads share one interpreter lock, and each hand-over of it stops the scheduler
+for a wake-up and a cache-cold restart. Woken by every publish, the thread took the lock
+once a step: with a live publisher admit + finish + publish had a median step 1.4 times
+(page 16) and 1.8 times (page 1) that of events off, ``radixkv bench events``, 2026-12-04.
+So the thread is woken only when it waits with nothing to do; once awake it takes every
+batch queued, encodes, keeps and sends them in one round, and lingers before the next
+(:data:`LINGER`): in a busy loop, one hand-over per few hundred batches.
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ from .wire import BatchEncoder
 log = logging.getLogger("radixkv.events")
 
 LINGER = 0.005
-"""Seconds the thread waits after a round of sends before it takes the next batches: a
-busy scheduler's batches of that time go out in one round (one hand-over of the lock; the
-interpreter's own switch interval is 5 ms too). :meth:`BatchSender.flush`, :meth:`~BatchSender.stop`
-and a queue half full (of ``queue_batches``) cut it short; an idle thread is woken at once."""
+"""Seconds the thread waits after a round before it takes the next batches: a busy
+scheduler's batches of that time go out in one round, one hand-over of the lock (the
+interpreter's switch interval is 5 ms too). :meth:`BatchSender.flush`,
+:meth:`BatchSender.stop` and a half-full queue cut it short; an idle thread is woken at
+once."""
 
 _Item = tuple[int, float, Sequence[KVEvent]]
 _MORE = zmq.SNDMORE | zmq.NOBLOCK
