@@ -44,7 +44,6 @@ class _Subscriber:
     def __init__(self, endpoint: str) -> None:
         import zmq
 
-        self._zmq = zmq
         self._context: Any = zmq.Context()
         self.socket: Any = self._context.socket(zmq.SUB)
         self.socket.setsockopt(zmq.LINGER, 0)

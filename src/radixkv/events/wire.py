@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import msgpack
 
 from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent, stored_fields
+from ..core.keys import DEFAULT_NAMESPACE
 from .config import PublisherConfig
 
 MASK64 = (1 << 64) - 1
@@ -25,7 +26,6 @@ END_SEQUENCE = struct.pack(">q", -1)
 _MAP16_8, _MAP16_9 = b"\xde\x00\x08", b"\xde\x00\x09"
 _ARRAY16 = 3
 """Bytes of the array16 header msgpack gives a list of 16 to 65,535 items."""
-_DEFAULT = (None, None)
 
 
 def sequence_frame(seq: int) -> bytes:
@@ -110,7 +110,7 @@ class BatchEncoder:
             parent &= MASK64
         if type(tokens) is not list:
             tokens = list(tokens)
-        if namespace == _DEFAULT:
+        if namespace is DEFAULT_NAMESPACE:  # the cache's own, for None
             lora = salt = None
         else:
             lora, salt = self.lora_name(namespace), self.cache_salt(namespace)
