@@ -102,7 +102,9 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
         "events", help="events on / events off cost of admit + finish, per page hash",
         description="Run the short prompts through admit + finish + take_events on FULL "
         "caches with events off and on (each page hash), rounds alternating, and report "
-        "p50 and the on/off ratio of each round (radixkv.bench.events_bench).",
+        "p50 and the on/off ratio of each round (radixkv.bench.events_bench); then admit + "
+        "finish with events off, on and drained in-process, and on with a live KV event "
+        "publisher whose thread encodes and sends (radixkv.bench.events_live).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     events.add_argument("--prompts", type=_positive, default=5000, metavar="P",
                         help="short prompts per pass")
@@ -113,6 +115,8 @@ def add_bench(parser: argparse.ArgumentParser) -> None:
                         default=list(PAGE_HASHES), help="page hashes with events on")
     events.add_argument("--read-fields", action="store_true",
                         help="also read every event taken, in the timed step")
+    events.add_argument("--no-publisher", dest="publisher", action="store_false",
+                        help="skip the live publisher measurement")
     events.add_argument("--json", type=output_file, default=None, metavar="PATH",
                         help="write every round's results and the summary as JSON")
     _add_tiers(sub)

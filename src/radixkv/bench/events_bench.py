@@ -14,6 +14,9 @@ round share the machine's state, so they are steadier than the absolute times).
 The events the tree queues compute their ids and tokens when first read (see
 :mod:`radixkv.core.events`), which a publisher does on its own thread; ``--read-fields``
 reads every event in the timed step too, for what a consumer on the scheduler's thread pays.
+
+Then, unless ``--no-publisher`` (or pyzmq is missing), the same prompts with a live
+publisher (:mod:`radixkv.bench.events_live`): off, queued and live, p50 and mean.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 from ..cache import CacheConfig, PrefixCache
 from ..core.hashing import page_hash
 from ..errors import ConfigError
+from .events_live import render_publisher, run_publisher_rounds, summarize_publisher
 from .short import ShortConfig, short_prompts
 
 OFF = "off"
@@ -170,11 +174,26 @@ def run_events(args: argparse.Namespace) -> int:
     records = run_rounds(prompts, page_sizes, hashes, args.rounds, config.kv_size, read)
     summary = summarize(records)
     print(render(summary, args.rounds, read))
+    document: dict[str, Any] = {"results": records, "summary": summary}
+    if getattr(args, "publisher", True) and _publisher_available():
+        live = run_publisher_rounds(prompts, page_sizes, args.rounds, config.kv_size)
+        live_summary = summarize_publisher(live)
+        print("\n" + render_publisher(live_summary, live, args.rounds))
+        document["publisher"] = {"results": live, "summary": live_summary}
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         options = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-        args.json.write_text(json.dumps({"options": options,
-                                         "results": records, "summary": summary}, indent=1)
-                             + "\n")
+        args.json.write_text(json.dumps({"options": options} | document, indent=1) + "\n")
         print(f"\nwrote {args.json}")
     return 0
+
+
+def _publisher_available() -> bool:
+    try:
+        import msgpack  # noqa: F401
+        import zmq  # noqa: F401
+    except ImportError as exc:
+        print(f"radixkv bench events: no live publisher measurement: {exc} (pip install "
+              "'radixkv[events]')", file=sys.stderr)
+        return False
+    return True

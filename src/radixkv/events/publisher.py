@@ -114,10 +114,11 @@ class KVEventPublisher:
         """Counters (safe from any thread): ``batches`` sent (heartbeats apart),
         ``heartbeats``, ``send_errors``, ``dropped_events`` (lost before the wire: by the
         cache's full event queue, a full send queue, or at close), ``resyncs`` (automatic
-        :meth:`republish_all`), ``pending`` batches, and the replay server's
-        ``replay_requests`` served, ``replay_bad_requests``, ``replay_lagged`` (requests
-        from a router that lagged past the buffer) with ``replay_missed`` (the batches they
-        asked for that were gone), ``replay_buffered``."""
+        :meth:`republish_all`), ``pending`` batches, ``sender_wakeups`` (times a publish
+        woke the publisher's thread: it sends every batch queued when it wakes), and the
+        replay server's ``replay_requests`` served, ``replay_bad_requests``,
+        ``replay_lagged`` (requests from a router that lagged past the buffer) with
+        ``replay_missed`` (the batches they asked for that were gone), ``replay_buffered``."""
         sender, replay = self._sender, self._replay
         return {
             "batches": sender.batches,
@@ -127,6 +128,7 @@ class KVEventPublisher:
             "dropped_events": sender.dropped_events + self.cache_dropped,
             "resyncs": self.resyncs,
             "pending": sender.pending,
+            "sender_wakeups": sender.wakeups,
             "replay_requests": 0 if replay is None else replay.requests,
             "replay_bad_requests": 0 if replay is None else replay.bad_requests,
             "replay_lagged": 0 if replay is None else replay.lagged,
@@ -141,20 +143,33 @@ class KVEventPublisher:
         none when there are no events. Each AllBlocksCleared starts a new batch, so it is
         the first of the batches after a ``reset()``. When events were lost on the way and
         ``resync_on_drop`` is set, republishes everything instead (:meth:`republish_all`).
-        Returns the sequence numbers used. Cost on this thread: O(events), no encoding.
+        Returns the sequence numbers used. Cost on this thread: O(1) (O(events) when a
+        ``reset()`` queued an AllBlocksCleared), no encoding, and a wake-up of the
+        publisher's thread only when it waits idle.
         Raises :class:`InvalidArgumentTypeError` for a non-cache, and
         :class:`PublisherClosedError` after :meth:`close`."""
-        self._check(cache)
-        dropped = cache.tree.log.dropped_since_take  # read before the drain resets it
-        events = cache.take_events()
-        if dropped:
-            self.cache_dropped += dropped
-            self._warn_dropped(dropped)
-        resync = self._sender.take_resync() or dropped > 0
-        if resync and self.config.resync_on_drop:
-            self.resyncs += 1
-            return self.republish_all(cache)
-        return self.publish_events(events)
+        if self._closed or not isinstance(cache, CacheBase):  # _check() inline
+            self._check(cache)
+        log = cache.tree.log
+        dropped = log.dropped_since_take  # read before the drain resets it
+        events = log.take()  # cache.take_events() without its two calls
+        sender = self._sender
+        if dropped or sender.lost:
+            if dropped:
+                self.cache_dropped += dropped
+                self._warn_dropped(dropped)
+            resync = sender.take_resync() or dropped > 0
+            if resync and self.config.resync_on_drop:
+                self.resyncs += 1
+                return self.republish_all(cache)
+        if not events:
+            return []
+        if AllBlocksCleared in map(type, events):  # after a reset(): split, as any events
+            batches = _split(events)
+            return sender.submit(batches, time.time()) if batches else []
+        # the cache's own stores and removes: one batch, no per-event work on this thread
+        # (the encoder leaves out any that carries no page; the tree queues none)
+        return sender.submit((events,), time.time())
 
     def publish_events(self, events: Iterable[KVEvent], ts: float | None = None) -> list[int]:
         """Publish already-drained events as batches (split before each AllBlocksCleared);

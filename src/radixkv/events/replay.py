@@ -35,6 +35,12 @@ class ReplayBuffer:
         with self._lock:
             self._items.append((seq, payload))
 
+    def extend(self, batches: list[tuple[int, bytes]]) -> None:
+        """Keep ``batches`` (``(seq, payload)``, consecutive and following the last one
+        kept) under one lock, dropping the oldest."""
+        with self._lock:
+            self._items.extend(batches)
+
     def since(self, start: int) -> list[tuple[int, bytes]]:
         """Every kept batch with ``seq >= start``, oldest first."""
         with self._lock:
