@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -87,7 +88,7 @@ class _Running(RequestState):
         return self.lease
 
 
-class Engine(StorageSteps):
+class Engine:
     """The reference engine over one decoder and one cache (see the module docstring)."""
 
     def __init__(
@@ -108,6 +109,8 @@ class Engine(StorageSteps):
         """The host buffers the copy engine moves rows to and from, by component name."""
         self.steps = RequestSteps(cache, states=self.memory, skip_unsaved=False)
         self.stats = EngineStats()
+        self.l3 = StorageSteps(cache, max_running, self.stats)
+        """The engine's steps with a storage tier (prefetch ahead, wait for pinning ones)."""
         self._attempts: dict[int, int] = {}
         self._paused = False
 
@@ -121,9 +124,10 @@ class Engine(StorageSteps):
         check_workload(specs)
         pending, running = list(specs), list[_Running]()
         done: dict[int, RequestRecord] = {}
-        self._attempts, self._paused, self._prefetched = {}, False, set[int]()
+        self._attempts, self._paused = {}, False
+        self.l3.prefetched.clear()
         while pending or running:
-            self._prefetch(pending, done)
+            self.l3.prefetch(pending, done)
             self._admit(pending, running, done)
             if not running:  # cannot happen: check_workload orders parents first
                 raise RuntimeError("no pending request can be admitted")
@@ -146,7 +150,8 @@ class Engine(StorageSteps):
             if spec.parent is not None and spec.parent not in done:
                 continue
             try:
-                run = self._start_or_wait(spec, resolve_prompt(spec, done), running)
+                prompt = resolve_prompt(spec, done)
+                run = self.l3.start_or_wait(partial(self._start, spec, prompt), running)
             except OutOfSlotsError:
                 if not running:
                     raise
@@ -185,7 +190,7 @@ class Engine(StorageSteps):
             finished = self._advance(run)
         except OutOfSlotsError:
             if len(running) == 1:
-                if self._wait_for_storage():
+                if self.l3.wait_for_storage():
                     return False  # the next tick tries again
                 raise
             self.steps.abort(run)

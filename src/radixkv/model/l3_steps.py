@@ -7,7 +7,8 @@ again."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from ..cache import PrefixCache
 from ..errors import OutOfSlotsError
@@ -16,20 +17,19 @@ from .requests import RequestRecord, RequestSpec, resolve_prompt
 if TYPE_CHECKING:
     from .engine import EngineStats
 
+_Run = TypeVar("_Run")
+
 
 class StorageSteps:
-    """A base of :class:`~radixkv.model.engine.Engine`: its L3 steps."""
+    """A part of :class:`~radixkv.model.engine.Engine`: its L3 steps over ``cache``,
+    counting in the engine's ``stats``; it owns the set of requests prefetched in a run."""
 
-    cache: PrefixCache
-    max_running: int
-    stats: EngineStats
-    _prefetched: set[int]
+    def __init__(self, cache: PrefixCache, max_running: int, stats: EngineStats) -> None:
+        self.cache, self.max_running, self.stats = cache, max_running, stats
+        self.prefetched: set[int] = set()
+        """Ids of the requests whose L3 fetch started in this run."""
 
-    def _start(self, spec: RequestSpec, prompt: tuple[int, ...]) -> Any:
-        raise NotImplementedError  # the engine's
-
-
-    def _prefetch(self, pending: list[RequestSpec], done: dict[int, RequestRecord]) -> None:
+    def prefetch(self, pending: list[RequestSpec], done: dict[int, RequestRecord]) -> None:
         """With a storage tier, start the L3 fetch of the next ``max_running`` requests
         that could be admitted, once each (as a scheduler does when a request arrives),
         so that a best-effort admission later finds what arrived meanwhile."""
@@ -37,12 +37,12 @@ class StorageSteps:
             return
         ready = [spec for spec in pending if spec.parent is None or spec.parent in done]
         for spec in ready[: self.max_running]:
-            if spec.rid not in self._prefetched:
-                self._prefetched.add(spec.rid)
+            if spec.rid not in self.prefetched:
+                self.prefetched.add(spec.rid)
                 prompt = resolve_prompt(spec, done)
                 self.cache.prefetch(prompt[:-1])  # admission reuses all but the last token
 
-    def _wait_for_storage(self) -> bool:
+    def wait_for_storage(self) -> bool:
         """Wait for the L3 prefetches in flight, if any (whether there were). Called only
         when at most one request runs, whose lease is ready: no lease the engine holds
         changes state in the wait."""
@@ -53,13 +53,12 @@ class StorageSteps:
         self.cache.wait()
         return True
 
-    def _start_or_wait(self, spec: RequestSpec, prompt: tuple[int, ...],
-                       running: list[Any]) -> Any:
-        """Start ``spec``; when nothing runs and the pools are short only because L3
+    def start_or_wait(self, start: Callable[[], _Run], running: list[_Run]) -> _Run:
+        """``start()`` a request; when nothing runs and the pools are short only because L3
         prefetches in flight pin their prefixes, wait for them and try once more."""
         try:
-            return self._start(spec, prompt)
+            return start()
         except OutOfSlotsError:
-            if running or not self._wait_for_storage():
+            if running or not self.wait_for_storage():
                 raise
-        return self._start(spec, prompt)
+        return start()
