@@ -117,7 +117,9 @@ class CacheBase:
         self.host = tiers.host
         """The host tier, when the configuration has one (for callers that read its
         pools, counters and copies)."""
-        self._storage = tiers.storage
+        self.storage: StorageTierController | None = tiers.storage
+        """The storage tier (L3), when the configuration has one and until :meth:`close`
+        ended it (for callers that read its counters or wait for its writes)."""
         self.reclaimer = tiers.reclaimer
         """What evicts from device when the pools are short (:class:`TierParts`)."""
         self.room = DeviceRoom(self.tree, self.pools, self.reclaimer)
@@ -126,12 +128,6 @@ class CacheBase:
         """Whether a match has more to do than find the prefix and count it."""
         self.closing_events: list[KVEvent] = []
         """STORAGE events of the puts that landed while ``close()`` settled, until taken."""
-
-    @property
-    def storage(self) -> StorageTierController | None:
-        """The storage tier (L3), when the configuration has one and until :meth:`close`
-        ended it (for callers that read its counters or wait for its writes)."""
-        return self._storage if self._storage in self.lower else None
 
     # ------------------------------------------------------------------ keys and match
 

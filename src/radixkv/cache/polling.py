@@ -83,6 +83,8 @@ class Polling(Lifecycle):
             if tier.close():
                 self.closing_events += tier.take_events()
                 self.lower = tuple(other for other in self.lower if other is not tier)
+        if self.storage not in self.lower:  # the accessor names an open tier only
+            self.storage = None
 
     def _take_changed(self) -> list[Lease]:
         changed, self._changed = self._changed, []
