@@ -115,8 +115,7 @@ class CacheBase:
         """The tiers below the device, from the device down (:class:`LowerTier`); the
         life-cycle drives them through this tuple alone."""
         self.host = tiers.host
-        """The host tier, when the configuration has one (for callers that read its
-        pools, counters and copies)."""
+        """The host tier, when configured (for callers that read its pools and copies)."""
         self.storage: StorageTierController | None = tiers.storage
         """The storage tier (L3), when the configuration has one and until :meth:`close`
         ended it (for callers that read its counters or wait for its writes)."""
