@@ -36,6 +36,7 @@ from .copy_acks import CopyAcks
 from .detached import DetachedSlots
 from .lease import Lease, LeaseState
 from .lost_hits import count_lost
+from .lower_tier import LowerTier
 from .pools import ComponentPools
 from .results import PRIMARY, CacheStats, MatchResult
 from .room import DeviceRoom
@@ -110,15 +111,19 @@ class CacheBase:
         self.detached = [DetachedSlots(pool.num_pages, pool.page_size) for pool in self.pools.pools]
         tiers = build_tiers(config, self.tree, self.pools, copy_engine, storage,
                             CopyAcks(self))
+        self.lower: tuple[LowerTier, ...] = tiers.lower
+        """The tiers below the device, from the device down (:class:`LowerTier`); the
+        life-cycle drives them through this tuple alone."""
         self.host = tiers.host
-        """The host tier, when the configuration has one."""
+        """The host tier, when configured (for callers that read its pools and copies)."""
         self.storage: StorageTierController | None = tiers.storage
-        """The storage tier (L3), when the configuration has one."""
+        """The storage tier (L3), when the configuration has one and until :meth:`close`
+        ended it (for callers that read its counters or wait for its writes)."""
         self.reclaimer = tiers.reclaimer
         """What evicts from device when the pools are short (:class:`TierParts`)."""
         self.room = DeviceRoom(self.tree, self.pools, self.reclaimer)
         """Checks that requests fit the device pools and makes room by eviction."""
-        self._match_extras = self.explain or self.host is not None
+        self._match_extras = self.explain or bool(self.lower)
         """Whether a match has more to do than find the prefix and count it."""
         self.closing_events: list[KVEvent] = []
         """STORAGE events of the puts that landed while ``close()`` settled, until taken."""
@@ -184,29 +189,28 @@ class CacheBase:
 
     def _after_match(self, result: MatchResult, key: bytes, space: Namespace,
                      found: TreeMatch) -> None:
-        """Count why a cut prefix was cut (lost-hit ledger), and add the host tier's part."""
+        """Count why a cut prefix was cut (lost-hit ledger), and add the lower tiers' part."""
         if found.length < found.branch and self.explain:
             count_lost(self.lost, self.tree, found, key, space)
-        if self.host is not None:
-            self._with_host(result, key, space, found)
+        if self.lower:
+            self._with_lower(result, key, space, found)
 
-    def _with_host(self, result: MatchResult, key: bytes, space: Namespace,
-                   found: TreeMatch) -> None:
-        """Fill in what the host tier adds to a match: ``host_length``, the load-backs
-        still writing to the prefix; and note the hit nodes' uses for the write policy."""
-        result.host_length = self._host_length(key, space, found)
+    def _with_lower(self, result: MatchResult, key: bytes, space: Namespace,
+                    found: TreeMatch) -> None:
+        """Fill in what the lower tiers add to a match: ``host_length``, the load-backs
+        still writing to the prefix; and note the hit nodes for their write policies."""
+        result.host_length = self._lower_length(key, space, found)
         copying = self.tree.copying
         if copying:
             result.loading = tuple(sorted({
                 record.ticket for node in found.path for record in copying.get(node.id, ())
                 if record.tier == DEVICE}))
 
-    def _host_length(self, key: bytes, space: Namespace, found: TreeMatch) -> int:
-        """Tokens beyond the device match that host values make usable; notes the hit
-        nodes' uses for the write policy. O(depth)."""
-        host = self.host
-        assert host is not None
-        host.note_uses(found.path)
+    def _lower_length(self, key: bytes, space: Namespace, found: TreeMatch) -> int:
+        """Tokens beyond the device match that lower tiers' values make usable; notes the
+        hit nodes for the write policies. O(depth x tiers)."""
+        for tier in self.lower:
+            tier.prepare_store(found.path)
         if found.length >= found.branch:
             return 0
         return self.tree.match_all_tiers(key, space).length - found.length
@@ -215,17 +219,22 @@ class CacheBase:
         """See :meth:`LoadBack._copy_reported`."""
 
     def _after_insert(self, node: Node | None) -> None:
-        """Let the host tier's write policy see the nodes an insert stored or ran through
-        (the first use of a new node), and start the backups that are due."""
-        host = self.host
-        if host is None or node is None:
+        """Let the lower tiers' write policies see the nodes an insert stored or ran
+        through (the first use of a new node), and start the copies that are due."""
+        if node is None:
             return
         path = []
         while node.parent is not None:
             path.append(node)
             node = node.parent
-        host.note_uses(path)
-        host.flush()
+        self._stored(path)
+
+    def _stored(self, path: list[Node]) -> None:
+        """Tell every lower tier of ``path``'s uses, then let each start its due copies."""
+        for tier in self.lower:
+            tier.prepare_store(path)
+        for tier in self.lower:
+            tier.complete_store()
 
     def _count_match(self, queried: int, found: TreeMatch, key: bytes, space: Namespace,
                      full_key: bytes | None = None) -> None:
@@ -352,12 +361,12 @@ class CacheBase:
         copy in flight (their slots are about to be reused), with a storage tier for its
         I/O too (:class:`StorageTimeoutError` past ``StorageTier.wait_timeout_s``, and
         nothing is dropped)."""
-        if self.host is not None:  # first: a copy that never lands raises, nothing changed
-            self.host.wait(list(self.host.records))
-        if self.storage is not None:
-            self.storage.reset()
-        if self.host is not None:
-            self.host.reset()
+        # every tier settles before any forgets: a timeout raises with nothing dropped, and
+        # the host's backups land (handing L3 their writes) before L3 settles its writes
+        for tier in self.lower:
+            tier.settle()
+        for tier in self.lower:
+            tier.reset()
         self._waiting.clear()
         self._changed.clear()
         self.tree.reset()

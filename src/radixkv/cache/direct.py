@@ -101,7 +101,7 @@ class Direct(CacheBase):
         self._spend(allocation, pages, AllocationState.INSERTED)
         self.pools.free_all(leftovers)
         self.counters["inserted_tokens"] += result.new_length
-        if self.host is not None:
+        if self.lower:
             self._after_insert(result.node)
         return cached
 
@@ -153,7 +153,7 @@ class Direct(CacheBase):
         pool.hold(pages[: (result.length - borrowed) // self.page_size])
         self.pools.free_all(result.freed)
         self.counters["inserted_tokens"] += result.new_length
-        if self.host is not None:
+        if self.lower:
             self._after_insert(result.node)
         return result.length
 

@@ -6,11 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.tiers import ledger_fields
+from ..core.tiers import DEVICE, ledger_fields
 from ..core.tree_audit import check_tree, snapshot_tree
 from ..errors import InvariantError
-from ..host.host_audit import check_host
-from ..host.host_stats import host_stats
 from .allocation import AllocationState
 from .lease import Lease
 from .results import CacheStats, ComponentStats
@@ -44,10 +42,16 @@ def stats(cache: PrefixCache) -> CacheStats:
         active_leases=len(leases),
         evicted_tokens=sum(tree.evicted[0].values()),
         events_dropped=tree.log.dropped,
-        host=None if cache.host is None else host_stats(cache.host, tree),
-        storage=None if cache.storage is None else cache.storage.stats(),
-        **cache.counters,
+        **_counters_and_tiers(cache),
     )
+
+
+def _counters_and_tiers(cache: PrefixCache) -> dict[str, Any]:
+    """The cache's counters and each lower tier's stats under its field name."""
+    fields: dict[str, Any] = dict(cache.counters)
+    for tier in cache.lower:
+        fields[tier.name] = tier.stats()
+    return fields
 
 
 def held_by_lease(cache: PrefixCache, lease: Lease) -> list[np.ndarray]:
@@ -70,14 +74,14 @@ def check(cache: PrefixCache) -> None:
     for pool, parts in zip(cache.pools.pools, held):
         pool.check(np.concatenate(parts))
     _check_allocations(cache)
-    if cache.host is not None:
-        storage = cache.storage
-        check_host(cache.host, tree, None if storage is None else storage.reserved())
-        if storage is not None:
-            storage.check()
-        for lease in cache.leases():
-            if any(ticket not in cache.host.records for ticket in lease.waiting):
-                raise InvariantError(f"lease {lease.id} waits for a copy not in flight")
+    lower = cache.lower
+    for tier, below in zip(lower, (*lower[1:], None)):
+        tier.check(None if below is None else below.reserved())
+    loading = {record.ticket for records in tree.copying.values() for record in records
+               if record.tier == DEVICE}
+    for lease in cache.leases():
+        if not lease.waiting <= loading:
+            raise InvariantError(f"lease {lease.id} waits for a copy not in flight")
 
 
 def _check_allocations(cache: PrefixCache) -> None:
@@ -127,10 +131,8 @@ def snapshot(cache: PrefixCache) -> Any:
         (pool.snapshot(), detached.holders().tobytes())
         for pool, detached in zip(cache.pools.pools, cache.detached)
     )
-    host = None if cache.host is None else (
-        tuple(pool.snapshot() for pool in cache.host.pools), tuple(sorted(cache.host.records)),
-        tuple(sorted(cache.host.due)))
+    lower = tuple(tier.snapshot() for tier in cache.lower)
     return (snapshot_tree(cache.tree), pools, leases, tuple(sorted(cache.counters.items())),
-            host,
+            lower,
             tuple(cache.lost),
             tuple(tuple(sorted(e.items())) for e in cache.tree.evicted))

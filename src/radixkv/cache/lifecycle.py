@@ -48,21 +48,22 @@ class Lifecycle(LoadBack):
             max_match += 1  # a bigram spans the next token
         key = self._key(packed, max_match)
         loading = load_back is not False and as_bool("load_back", load_back) \
-            and self.host is not None
-        if loading and self.storage is not None:
-            self._from_storage(key, space)
+            and len(self.lower) > 0
+        if loading:
+            for tier in self.lower:  # from the host down: each brings its part up
+                tier.lookup(key, space)
         found = self.tree.match(key, space, touch=False)
-        device_length, load = found.length, None
+        device_length, loads = found.length, None
         if loading and found.length < found.branch:
-            found, load = self._host_prefix(key, space, found)
+            found, loads = self._lower_prefix(key, space, found)
         page = self.page_size  # bench admit_finish: pages_for inline (pays for the try below)
         fresh_tokens = -(-(num_tokens - found.length) // page) * page
         needs = self._needs(fresh_tokens, states=1)
-        room = needs if load is None else [a + b for a, b in zip(needs, load)]
+        room = needs if loads is None else self._with_loads(needs, loads)
         self.room.ensure_room(room, found.node, found.length)
         lock = None
-        if load is not None:  # before anything is counted: the engine may refuse the copy
-            lock = self._lock_and_load(found, device_length, load)
+        if loads is not None:  # before anything is counted: the engine may refuse the copy
+            lock = self._lock_and_load(found, device_length, loads)
             if lock is None:  # refused: the host part is a miss, admit what the device holds
                 found = self.tree.match(key, space, touch=False)
                 fresh_tokens = self.pages_for(num_tokens - found.length)
@@ -96,17 +97,14 @@ class Lifecycle(LoadBack):
                     lease.buffers[self._state].copy_from is not None
             self._leases[lease.id] = lease
             counters["admitted"] += 1
-            if self.host is not None:
-                self._admitted_with_host(lease, found)
+            if self.lower:
+                self._admitted_with_lower(lease, found)
             return lease
 
-    def _admitted_with_host(self, lease: Lease, found: TreeMatch) -> None:
-        host = self.host
-        assert host is not None
+    def _admitted_with_lower(self, lease: Lease, found: TreeMatch) -> None:
         if self.tree.copying:
             self._wait_for_loads(lease, found.path)
-        host.note_uses(found.path)
-        host.flush()
+        self._stored(found.path)
 
     # ------------------------------------------------------------------ running requests
 
@@ -276,7 +274,7 @@ class Lifecycle(LoadBack):
             counters["checkpoints_created"] += self.sides[index].after_insert(
                 lease.buffers[index], result.length, result.freed[index])
         counters["inserted_tokens"] += result.new_length
-        if self.host is not None:
+        if self.lower:
             self._after_insert(result.node)
         return result
 

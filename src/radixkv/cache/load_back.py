@@ -1,5 +1,5 @@
-"""The host tier as the request life-cycle sees it: load-back at admission (a base of the
-life-cycle) and leases that wait for their copies."""
+"""The lower tiers as the request life-cycle sees them: load-back at admission (a base of
+the life-cycle) and leases that wait for their copies."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ from ..host.engine_calls import CopyRefused
 from ..host.host_controller import CopyRecord
 from .cache_base import CacheBase
 from .lease import Lease, LeaseState
+from .lower_tier import LowerTier
+
+Loads = list[tuple[LowerTier, list[int]]]
+"""The tiers that copy part of a load-back to the device, each with its device slots per
+component."""
 
 
 class LoadBack(CacheBase):
@@ -50,50 +55,47 @@ class LoadBack(CacheBase):
 
     # ------------------------------------------------------------------ admission
 
-    def _from_storage(self, key: bytes, space: Namespace) -> bool:
-        """Ask L3 for more of ``key`` and take what arrives within the wait policy; returns
-        whether the fetch is still in flight afterwards."""
-        storage = self.storage
-        assert storage is not None
-        record = storage.prefetch(key, space)
-        if record is None:
-            return False
-        storage.take(record, storage.wait_seconds())
-        return record.tag in storage.pending
-
-    def _host_prefix(self, key: bytes, space: Namespace, found: TreeMatch
-                     ) -> tuple[TreeMatch, list[int] | None]:
-        """The longer prefix host values make usable, with the device slots its load-back
-        needs per component; ``found`` and ``None`` when the host adds nothing, or when a
-        node of that prefix is being loaded back already (a copy that may still fail must
-        not have another below or beside it). Pure."""
-        host = self.host
-        assert host is not None
+    def _lower_prefix(self, key: bytes, space: Namespace, found: TreeMatch
+                      ) -> tuple[TreeMatch, Loads | None]:
+        """The longer prefix lower tiers' values make usable, with the device slots each
+        tier's part of its load-back needs per component; ``found`` and ``None`` when they
+        add nothing, or when a node of that prefix is being loaded back already (a copy
+        that may still fail must not have another below or beside it). Pure."""
         merged = self.tree.match_all_tiers(key, space)
         if merged.length <= found.length or merged.node is None:
             return found, None
         copying = self.tree.copying
         if copying and any(r.tier == DEVICE for n in merged.path for r in copying.get(n.id, ())):
             return found, None  # a prefix still loading is not loaded twice: admit without
-        return merged, host.load_sizes(merged.node, merged.length)
+        loads = []
+        for tier in self.lower:
+            sizes = tier.prepare_load(merged.node, merged.length)
+            if sizes is not None:
+                loads.append((tier, sizes))
+        return (merged, loads) if loads else (found, None)
+
+    @staticmethod
+    def _with_loads(needs: list[int], loads: Loads) -> list[int]:
+        """Per component, ``needs`` plus the device slots of every tier's load."""
+        total = list(needs)
+        for _tier, sizes in loads:
+            total = [a + b for a, b in zip(total, sizes)]
+        return total
 
     def _lock_and_load(self, found: TreeMatch, device_length: int,
-                       sizes: list[int]) -> Lock | None:
-        """Lock the merged prefix of ``found``, allocate the ``sizes`` device slots its
-        load-back needs (evicting: room was ensured), and submit it. ``None``, the lock
-        released and nothing else changed but that eviction, when the copy engine refused
-        the batch (a counted fault): the host part is then a miss."""
-        host = self.host
-        assert host is not None
+                       loads: Loads) -> Lock | None:
+        """Lock the merged prefix of ``found``, allocate the device slots each tier's part
+        of its load-back needs (evicting: room was ensured), and submit each part, from the
+        host down. ``None``, the lock released and nothing else changed but that eviction
+        (and the parts of tiers above, which stay in flight on their own locks), when a
+        tier's copy was refused (a counted fault): the rest is then a miss."""
         lock = self.tree.lock_match(found)
-        try:
-            loaded = host.load(lock.node, self.room.allocate(sizes))
-        except CopyRefused:
-            self.tree.unlock(lock)
-            return None
-        if loaded is not None:
-            host.counters.load_requests += 1
-            host.counters.host_hit_tokens += found.length - device_length
+        for tier, sizes in loads:
+            try:
+                tier.load(lock.node, self.room.allocate(sizes), found.length - device_length)
+            except CopyRefused:
+                self.tree.unlock(lock)
+                return None
         return lock
 
     def _wait_for_loads(self, lease: Lease, path: list[Node]) -> None:

@@ -1,4 +1,4 @@
-"""poll and wait: how a cache with a host tier learns that its copies landed."""
+"""poll and wait: how a cache with lower tiers learns that their copies landed; close."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .lifecycle import Lifecycle
 
 
 class Polling(Lifecycle):
-    """poll / wait: the acknowledgements of the host tier's copies."""
+    """poll / wait: the acknowledgements of the lower tiers' copies; close."""
 
     def poll(self) -> list[Lease]:
         """Apply the copies the engine acknowledged since the last poll: backed-up and
@@ -20,12 +20,10 @@ class Polling(Lifecycle):
         that became ready, and those that failed (state ``FAILED``: a load-back they needed
         failed; the prefix reads as before the load, host values intact; admit again).
         Without a host tier, returns ``[]``. Cost: O(nodes copied)."""
-        if self.host is None:
-            return []
-        self.host.poll()
-        if self.storage is not None:
-            self.storage.poll()
-        self.host.flush()
+        for tier in self.lower:
+            tier.poll()
+        for tier in self.lower:  # what landed may make copies due (a backup above a node)
+            tier.complete_store()
         return self._take_changed()
 
     def wait(self, lease: Lease | None = None) -> list[Lease]:
@@ -34,16 +32,15 @@ class Polling(Lifecycle):
         returns what :meth:`poll` would. Raises :class:`LeaseError` for a lease
         this cache does not hold, :class:`StorageTimeoutError` when the store's I/O does
         not complete within ``StorageTier.wait_timeout_s`` (it stays in flight)."""
-        if self.host is None:
+        if not self.lower:
             return []
-        if lease is None:
-            if self.storage is not None:
-                self.storage.complete()
-            tickets = list(self.host.records)
-        else:
+        tickets = None
+        if lease is not None:
             self._check_active(lease)
             tickets = list(lease.waiting)
-        self.host.wait(tickets)
+        # from the bottom up: what a tier's reads bring up lands on the tier above it
+        for tier in reversed(self.lower):
+            tier.complete_load(tickets)
         return self._take_changed()
 
     def prefetch(self, tokens: Any, namespace: Any = None, *, wait: bool = False) -> bool:
@@ -62,7 +59,7 @@ class Polling(Lifecycle):
         if self.storage is None:
             raise ConfigError("prefetch needs a storage tier (CacheConfig.storage)")
         if wait is not False and as_bool("wait", wait):
-            return self._from_storage(self._key(packed), space)
+            return self.storage.fetch(self._key(packed), space)
         return self.storage.prefetch(self._key(packed), space) is not None
 
     def take_storage_events(self) -> list[KVEvent]:
@@ -71,10 +68,10 @@ class Polling(Lifecycle):
         ``[]`` without a storage tier. Publish them on the store's own topic
         (:class:`~radixkv.events.StorageEventPublisher`): every engine sharing the store
         sees them."""
-        if self.storage is None:
-            events, self.closing_events = self.closing_events, []
-            return events
-        return self.storage.writes.take_events()
+        events, self.closing_events = self.closing_events, []
+        for tier in self.lower:
+            events += tier.take_events()
+        return events
 
     def close(self) -> None:
         """Finish the storage tier's I/O (queued writes submitted and landed, prefetches in
@@ -82,9 +79,11 @@ class Polling(Lifecycle):
         no storage tier. Idempotent; a no-op without one. Raises
         :class:`StorageTimeoutError` when that I/O does not end within
         ``StorageTier.wait_timeout_s``: the tier stays open, so close can be called again."""
-        if self.storage is not None:
-            self.storage.close()
-            self.closing_events = self.storage.writes.take_events()
+        for tier in self.lower:
+            if tier.close():
+                self.closing_events += tier.take_events()
+                self.lower = tuple(other for other in self.lower if other is not tier)
+        if self.storage not in self.lower:  # the accessor names an open tier only
             self.storage = None
 
     def _take_changed(self) -> list[Lease]:

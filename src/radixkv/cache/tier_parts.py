@@ -1,6 +1,7 @@
 """Building the tiers below a cache's device pools, each handed at construction what it
 tells: the storage tier's writes first (the host tier's sink), then the host tier (told the
-cache, its listener), then the storage tier below it."""
+cache, its listener), then the storage tier below it; the cache drives them as one list of
+:class:`~.lower_tier.LowerTier` s."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ..storage.backend import StorageBackend
 from ..storage.build import check_storage, storage_parts, storage_tier
 from ..storage.storage_controller import StorageTierController
 from .cache_config import CacheConfig
+from .lower_tier import LowerTier
 from .pools import ComponentPools
 from .room import Reclaimer, TreeReclaimer
 
@@ -22,6 +24,8 @@ from .room import Reclaimer, TreeReclaimer
 class TierParts(NamedTuple):
     """A cache's tiers below the device, and what reclaims device room."""
 
+    lower: tuple[LowerTier, ...]
+    """Every tier below the device, from the device down (host first, then storage)."""
     host: HostTierController | None
     storage: StorageTierController | None
     reclaimer: Reclaimer
@@ -40,10 +44,12 @@ def build_tiers(config: CacheConfig, tree: TreeCore, pools: ComponentPools,
     if config.host is None:
         if wanted:  # CacheConfig allows no storage tier without a host tier: this raises
             check_storage(config, backend)
-        return TierParts(None, None, TreeReclaimer(tree, pools))
+        return TierParts((), None, None, TreeReclaimer(tree, pools))
     engine = NumpyCopyEngine() if copy_engine is None else copy_engine
     parts = storage_parts(config, tree, engine, backend) if wanted else None
     host = HostTierController(config.host, config.host_shapes(), tree, pools, engine,
                               listener=listener, sink=None if parts is None else parts.sink)
-    storage = None if parts is None else storage_tier(tree, host, parts)
-    return TierParts(host, storage, host)
+    if parts is None:
+        return TierParts((host,), host, None, host)
+    storage = storage_tier(tree, host, parts)
+    return TierParts((host, storage), host, storage, host)

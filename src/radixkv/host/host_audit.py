@@ -5,13 +5,16 @@ Read-only; O(nodes + slots)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.tiers import HOST
-from ..core.tree import TreeCore
 from ..errors import InvariantError
-from .host_controller import HostTierController
+
+if TYPE_CHECKING:
+    from ..core.tree import TreeCore
+    from .host_controller import HostTierController
 
 
 def _fail(message: str) -> None:

@@ -10,11 +10,13 @@ engine's own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
 from ..core.copy_plans import Planned
+from ..core.events import KVEvent
+from ..core.keys import Namespace
 from ..core.node import Node
 from ..core.tiers import DEVICE, HOST, PRIMARY
 from ..core.tree import TreeCore
@@ -23,7 +25,9 @@ from ..memory import SlotPool, SlotPoolConfig
 from .copy_engine import Completion, Copy, CopyEngine
 from .counters import TierCounters
 from .engine_calls import CopyRefused, EngineCalls, plan_batch
+from .host_audit import check_host
 from .host_config import HostTier, WritePolicy
+from .host_stats import HostStats, host_stats
 from .parts import CopyListener, DeviceSlots, HostSink
 
 
@@ -43,7 +47,11 @@ class CopyRecord(InFlight):
 
 
 class HostTierController:
-    """The host tier of one cache (built by the cache from ``CacheConfig.host``)."""
+    """The host tier of one cache (built by the cache from ``CacheConfig.host``): the first
+    of its :class:`~radixkv.cache.lower_tier.LowerTier` s, whose verbs say what each call
+    does (the ones below without a contract of their own are those)."""
+
+    name = "host"
 
     def __init__(self, config: HostTier, shapes: Sequence[tuple[str, int, bool]],
                  tree: TreeCore, device: DeviceSlots, engine: CopyEngine, *,
@@ -66,9 +74,9 @@ class HostTierController:
         self.threshold = policy.backup_uses
         """The uses at which a node is backed up; ``None`` under write-back."""
         # by the policy's name, once: under write-back a match or insert counts nothing
-        self.note_uses = self._uses_ignored if self.write_back else self._count_uses
+        self.prepare_store = self._uses_ignored if self.write_back else self._count_uses
         self.due: dict[int, Node] = {}
-        """Nodes whose uses reached the threshold, to back up at the next flush."""
+        """Nodes whose uses reached the threshold, to back up at the next :meth:`complete_store`."""
         self.tier = tree.tiers[HOST]
         """The tree's host tier (where this controller's values sit in a node)."""
         self.host_primary = self.tier.slot(PRIMARY)
@@ -78,16 +86,16 @@ class HostTierController:
 
     # ------------------------------------------------------------------ backups
 
-    note_uses: Callable[[Iterable[Node]], None]
-    """``note_uses(nodes)``: nodes were hit by a match or stored by an insert (its first
+    prepare_store: Callable[[Iterable[Node]], None]
+    """``prepare_store(nodes)``: nodes were hit by a match or stored by an insert (its first
     use: ``1 + hits`` counts it already); those whose uses reached the threshold become
     due for a backup (none under write-back). O(nodes)."""
 
     def _uses_ignored(self, nodes: Iterable[Node]) -> None:
-        """:attr:`note_uses` under write-back."""
+        """:attr:`prepare_store` under write-back."""
 
     def _count_uses(self, nodes: Iterable[Node]) -> None:
-        """:attr:`note_uses` under a write-through policy."""
+        """:attr:`prepare_store` under a write-through policy."""
         threshold = self.threshold
         assert threshold is not None  # only write-back has none
         host = self.host_primary
@@ -95,9 +103,9 @@ class HostTierController:
             if node.hits + 1 >= threshold and node.values[host] is None:
                 self.due[node.id] = node
 
-    def flush(self) -> None:
+    def complete_store(self) -> None:
         """Back up every due node still live (one batch). A node left out because a backup
-        is still in flight above it stays due, for a flush after that copy lands."""
+        is still in flight above it stays due, for a call after that copy lands."""
         if self.due:
             nodes = list(self.due.values())
             self.due.clear()
@@ -169,9 +177,10 @@ class HostTierController:
 
     # ------------------------------------------------------------------ load-back
 
-    def load_sizes(self, node: Node, end: int) -> list[int]:
-        """Per component, device slots a load-back of ``[0, end)`` ending in ``node`` needs
-        (before the lock splits ``node`` at ``end``); pure."""
+    def lookup(self, key: bytes, namespace: Namespace) -> None:
+        """Nothing: the host tier is the highest below the device."""
+
+    def prepare_load(self, node: Node, end: int) -> list[int]:
         sizes = [0] * len(self.pools)
         for current, indices in self.tree.load_plan(node, end):
             for index in indices:
@@ -182,12 +191,10 @@ class HostTierController:
                     sizes[index] += component.value_size(current)
         return sizes
 
-    def load(self, node: Node, parts: Sequence[np.ndarray]) -> CopyRecord | None:
-        """Revive on device what the prefix ending at ``node``'s end needs from the host
-        into ``parts``, per component the device slots :meth:`load_sizes` named (``node`` is
-        locked; the caller allocated them, and they are the load's now); ``None`` when
-        nothing is needed (``parts`` freed). Raises :class:`CopyRefused` (``parts`` freed,
-        nothing else changed) when the engine refused the batch."""
+    def load(self, node: Node, parts: Sequence[np.ndarray], gained: int = 0
+             ) -> CopyRecord | None:
+        """Revive on device, from the host, what the prefix ending at ``node``'s end needs;
+        the batch in flight, ``None`` when nothing is needed (``parts`` freed)."""
         planned = self.tree.load_plan(node, node.start + node.length)
         if not planned:
             self.device.free_all(parts)
@@ -197,7 +204,12 @@ class HostTierController:
         record = self._submit(planned, sizes, slots, DEVICE)
         if record is None:
             raise CopyRefused(self.calls.last_fault or "the copy engine refused a load-back")
+        self.counters.load_requests += 1
+        self.counters.host_hit_tokens += gained
         return record
+
+    def complete_load(self, tickets: Collection[int] | None) -> None:
+        self.wait(list(self.records if tickets is None else tickets))
 
     # ------------------------------------------------------------------ copies
 
@@ -283,10 +295,10 @@ class HostTierController:
         else:
             self.device.free_all(joined)
 
-    def poll(self) -> list[tuple[CopyRecord, bool]]:
+    def poll(self) -> None:
         """Apply whatever the engine completed since the last poll (and what a wait
         received and kept for later)."""
-        return self.finish(self.calls.take_all())
+        self.finish(self.calls.take_all())
 
     def wait(self, tickets: Iterable[int]) -> list[tuple[CopyRecord, bool]]:
         """Block until ``tickets`` completed and apply them. Other batches the engine
@@ -333,10 +345,36 @@ class HostTierController:
         if record is None or any(r is record and not ok for r, ok in done):
             self._skip.add(node.id)  # no room or a failed copy: evict it without a backup
 
+    # ------------------------------------------------------------------ housekeeping
+
+    def settle(self) -> None:
+        self.wait(list(self.records))
+
+    def take_events(self) -> list[KVEvent]:
+        """None: the host tier's events are the tree's (medium ``CPU``)."""
+        return []
+
+    def stats(self) -> HostStats:
+        return host_stats(self, self.tree)
+
+    def reserved(self) -> None:
+        """None: the device has no slots outside the tree but the cache's own."""
+
+    def check(self, reserved: Sequence[np.ndarray] | None) -> None:
+        check_host(self, self.tree, reserved)
+
+    def snapshot(self) -> tuple[object, ...]:
+        return (tuple(pool.snapshot() for pool in self.pools), tuple(sorted(self.records)),
+                tuple(sorted(self.due)))
+
     def reset(self) -> None:
         """Wait for every copy in flight (their slots are about to be reused), then forget
-        every host value; the caller resets the tree and the device pools."""
-        self.wait(list(self.records))
+        every host value."""
+        self.settle()
         for pool in self.pools:
             pool.reset()
         self.due.clear()
+
+    def close(self) -> bool:
+        """Nothing to end: host memory is this process's; the tier stays."""
+        return False

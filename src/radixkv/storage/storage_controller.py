@@ -10,14 +10,16 @@ by the backend, see ``stats().storage``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import Future
 from typing import NamedTuple
 
 import numpy as np
 
+from ..core.events import KVEvent
 from ..core.hashing import namespace_seed
 from ..core.keys import Namespace
+from ..core.node import Node
 from ..core.tiers import HOST, PRIMARY
 from ..core.tree import TreeCore
 from ..errors import InvariantError, StorageTimeoutError
@@ -58,7 +60,13 @@ class StorageParts(NamedTuple):
 
 
 class StorageTierController:
-    """The L3 tier of a cache (built by the cache from ``CacheConfig.storage``)."""
+    """The L3 tier of a cache (built by the cache from ``CacheConfig.storage``), the
+    :class:`~radixkv.cache.lower_tier.LowerTier` below the host tier, whose verbs say what
+    each call does (the ones below without a contract of their own are those). It loads
+    nothing to the device and stores nothing at the cache's word: its reads go to the host
+    (:meth:`lookup`), its writes follow the host tier's sink."""
+
+    name = "storage"
 
     def __init__(self, tree: TreeCore, host: HostTierController, parts: StorageParts) -> None:
         self.config, self.tree, self.host = parts.config, tree, host
@@ -74,6 +82,36 @@ class StorageTierController:
         self.counters = dict.fromkeys(COUNTERS, 0)
 
     # ------------------------------------------------------------------ reads
+
+    def lookup(self, key: bytes, namespace: Namespace) -> None:
+        self.fetch(key, namespace)
+
+    def fetch(self, key: bytes, namespace: Namespace) -> bool:
+        """Ask L3 for more of ``key`` (:meth:`prefetch`) and take what arrives within the
+        wait policy; whether the fetch is still in flight afterwards."""
+        record = self.prefetch(key, namespace)
+        if record is None:
+            return False
+        self.take(record, self.wait_seconds())
+        return record.tag in self.pending
+
+    def prepare_load(self, node: Node, end: int) -> None:
+        """None: what L3 holds reaches the device through the host (:meth:`lookup`)."""
+
+    def load(self, node: Node, parts: Sequence[np.ndarray], gained: int) -> None:
+        """Never called (:meth:`prepare_load` names no slots)."""
+        raise InvariantError("the storage tier copies nothing to the device")
+
+    def complete_load(self, tickets: Collection[int] | None) -> None:
+        """With ``None``, :meth:`complete`; nothing else (no load-back is L3's)."""
+        if tickets is None:
+            self.complete()
+
+    def prepare_store(self, nodes: Sequence[Node]) -> None:
+        """Nothing: L3's writes follow the host tier's (its sink)."""
+
+    def complete_store(self) -> None:
+        """Nothing: queued writes are submitted by :meth:`poll`."""
 
     def prefetch(self, key: bytes, namespace: Namespace) -> Prefetch | None:
         """Start fetching what L3 may hold of ``key`` beyond what device and host serve,
@@ -286,9 +324,9 @@ class StorageTierController:
             failed_pages=w.failed_pages, events_dropped=w.events.dropped,
             backend=self.worker.stats())
 
-    def check(self) -> None:
+    def check(self, reserved: Sequence[np.ndarray] | None = None) -> None:
         """Raise :class:`InvariantError` unless every prefetch in flight still holds its
-        lock and its reserved slots match its plan."""
+        lock and its reserved slots match its plan (nothing below L3: no ``reserved``)."""
         for record in self.pending.values():
             if record.lock is not None:
                 self.tree.check_receipt(record.lock)
@@ -331,18 +369,26 @@ class StorageTierController:
                 f"the store's I/O did not end within wait_timeout_s="
                 f"{self.config.wait_timeout_s:g} s (a stalled store): it stays in flight")
 
+    def take_events(self) -> list[KVEvent]:
+        """The BlockStored events (medium ``STORAGE``) of the pages written to L3."""
+        return self.writes.take_events()
+
+    def snapshot(self) -> None:
+        """None: what L3 holds is the store's, shared by other engines."""
+
     def reset(self) -> None:
         """Settle, then forget (the caller resets the tree and the host pools)."""
         self.settle()
         if self.write_back is not None:
             self.write_back.clear()
 
-    def close(self) -> None:
+    def close(self) -> bool:
         """Under ``write_back`` with ``flush_on_close``, write what the host holds that L3
         lacks; settle, close the writes (the host tier's sink then writes nothing more),
-        stop the I/O thread and close the store."""
+        stop the I/O thread and close the store: closed."""
         if self.write_back is not None and self.config.flush_on_close:
             self.write_back.flush()
         self.settle()
         self.writes.close()
         self.worker.close()
+        return True
