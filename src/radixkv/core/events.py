@@ -5,9 +5,10 @@ are ever announced; a parent page is always stored before any child that names i
 
 A BlockStored the tree queues (:func:`pending_stored`) is built cheaply: it keeps its node's
 page digests and packed key, and computes ``block_hashes``, ``parent_block_hash`` and
-``token_ids`` the first time any field is read (by the publisher's thread, which encodes
-them), not while the scheduler admits and finishes requests. Every read, comparison, repr,
-copy and pickle sees the same plain values as for an event built by ``BlockStored(...)``.
+``token_ids`` the first time any field is read, not while the scheduler admits and finishes
+requests. Every read, comparison, repr, copy and pickle sees the same plain values as for an
+event built by ``BlockStored(...)``. The wire encoder (on the publisher's thread) reads none:
+it encodes what the event keeps (:func:`pending_parts`), ids in the wire's form.
 """
 
 from __future__ import annotations
