@@ -32,6 +32,7 @@ from radixkv.events.snapshot import resident_pages
 from ..audited import AuditedCache
 
 TAG = b"radixkv-namespace-v1\x00"
+U64 = (1 << 64) - 1
 
 
 def le_u32(tokens: list[int]) -> bytes:
@@ -181,6 +182,21 @@ def test_event_ids_in_one_call_equal_one_at_a_time(name: str, count: int) -> Non
     assert event_ids(digests, hasher) == [event_id(d) for d in digests]
     head = hasher.digest(b"head")
     assert hasher.ids(digests, head) == (event_id(head), [event_id(d) for d in digests])
+
+
+@pytest.mark.parametrize("count", [1, 2, 64, 65, 300])
+@pytest.mark.parametrize("name", PAGE_HASHES)
+def test_unsigned_ids_are_the_same_64_bits_read_unsigned(name: str, count: int) -> None:
+    hasher = page_hash(name)
+    digests = [hasher.digest(bytes([i % 256, i // 256])) for i in range(count)]
+    digests[-1] = b"\xff" + digests[-1][1:]  # negative ids: signed and unsigned differ
+    digests[count // 2] = b"\x00" * 8 + digests[count // 2][8:]  # id 0 maps to 1
+    head = b"\x80" + hasher.digest(b"head")[1:]
+    unsigned = [event_id(d) & U64 for d in digests]
+    assert hasher.ids(digests, head, unsigned=True) == (event_id(head) & U64, unsigned)
+    assert hasher.ids(digests, None, unsigned=True) == (None, unsigned)
+    assert hasher.ids(digests, head) != hasher.ids(digests, head, unsigned=True)  # signed
+    assert unsigned[count // 2] == 1
 
 
 # ---------------------------------------------------------------------- configuration

@@ -14,7 +14,7 @@ msgpack = pytest.importorskip(
 msgspec = pytest.importorskip("msgspec", reason="msgspec is not installed (dev extra)")
 
 from radixkv import AllBlocksCleared, BlockRemoved, BlockStored  # noqa: E402
-from radixkv.core.events import KVEvent  # noqa: E402
+from radixkv.core.events import KVEvent, is_pending  # noqa: E402
 from radixkv.events import BatchEncoder, PublisherConfig  # noqa: E402
 
 from .support import insert, make_cache  # noqa: E402
@@ -184,3 +184,30 @@ def test_stores_and_removes_without_pages_are_left_out_of_a_batch() -> None:
              BlockRemoved([], "GPU", (None, None))]
     assert encoder.batch(2.0, [empty[0], kept, empty[1]], 0) == encoder.batch(2.0, [kept], 0)
     assert msgpack.unpackb(encoder.batch(2.0, empty, 0)) == [2.0, [], 0]
+
+
+def pending_batch(tokens: list[int]) -> list[KVEvent]:
+    """A cache's pending stores at page 1: a prompt (more pages than one ``struct`` call
+    reads ids of), an extension under it in a namespace, evictions."""
+    cache = make_cache(page_size=1, capacity=1024)
+    insert(cache, tokens)
+    insert(cache, [*tokens, 5, 6, 7], ("lora-b", "salt"))
+    insert(cache, [*tokens[:40], 9, 9], (7, None))
+    cache.evict(full=3)
+    return cache.take_events()
+
+
+@pytest.mark.parametrize("options", CONFIGS, ids=lambda options: ",".join(options) or "default")
+def test_pending_stores_encode_to_the_bytes_of_their_computed_fields(
+        options: dict[str, Any]) -> None:
+    config = PublisherConfig(**options)
+    tokens = [random.Random(5).randrange(2**32) for _ in range(300)]
+    events = pending_batch(tokens)
+    assert sum(is_pending(event) for event in events) == 3
+    pending = BatchEncoder(config).batch(3.0, events, config.dp_rank)
+    assert sum(is_pending(event) for event in events) == 3  # the encoder computed none
+    assert pending == reference(config, 3.0, events)  # which computes every field
+    assert not any(map(is_pending, events))
+    assert BatchEncoder(config).batch(3.0, events, config.dp_rank) == pending
+    # negative control: one token more or less of the prompt changes ids and tokens
+    assert BatchEncoder(config).batch(3.0, pending_batch(tokens[1:]), config.dp_rank) != pending

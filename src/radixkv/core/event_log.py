@@ -78,7 +78,7 @@ class EventLog(EventQueue):
         self._plain = not self._bigram
         """Whether keys are plain u32 tokens, which a pending event keeps packed."""
         self._sha256 = hasher is SHA256
-        self._context = (self._ids, self._page_size, self._medium)
+        self._context = (hasher, self._page_size, self._medium)
         """What every pending event of this tree shares (see ``core.events.PendingStored``)."""
 
     def stored(self, node: Node, medium: str | None = None) -> None:

@@ -5,19 +5,22 @@ are ever announced; a parent page is always stored before any child that names i
 
 A BlockStored the tree queues (:func:`pending_stored`) is built cheaply: it keeps its node's
 page digests and packed key, and computes ``block_hashes``, ``parent_block_hash`` and
-``token_ids`` the first time any field is read (by the publisher's thread, which encodes
-them), not while the scheduler admits and finishes requests. Every read, comparison, repr,
-copy and pickle sees the same plain values as for an event built by ``BlockStored(...)``.
+``token_ids`` the first time any field is read, not while the scheduler admits and finishes
+requests. Every read, comparison, repr, copy and pickle sees the same plain values as for an
+event built by ``BlockStored(...)``. The wire encoder (on the publisher's thread) reads none:
+it encodes what the event keeps (:func:`pending_parts`), ids in the wire's form.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .keys import unpack_tokens
+
+if TYPE_CHECKING:
+    from .hashing import PageHash
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +75,9 @@ def block_stored(block_hashes: list[int], parent_block_hash: int | None,
 
 # A pending BlockStored: what the tree queues (see the module's docstring).
 
-IdsOf = Callable[[list[bytes], "bytes | None"], tuple["int | None", list[int]]]
-"""``PageHash.ids``: the ids of a node's digests and of the parent's last digest."""
-PendingStored = tuple[tuple[IdsOf, int, str], list[bytes], "list[bytes] | None", bytes,
+PendingStored = tuple[tuple["PageHash", int, str], list[bytes], "list[bytes] | None", bytes,
                       "str | None", tuple[object, object]]
-"""What a pending BlockStored keeps: ``((ids_of, block_size, default_medium), digests,
+"""What a pending BlockStored keeps: ``((hasher, block_size, default_medium), digests,
 above, key, medium, namespace)`` (see :func:`pending_stored`)."""
 
 _SLOTS = tuple(getattr(BlockStored, name) for name in BlockStored.__slots__)
@@ -87,19 +88,19 @@ PENDING: Any = object()
 MARK, KEEP = _SLOTS[0].__set__, _SLOTS[1].__set__
 """Set a new event's first slot (:data:`PENDING`) and second (its :data:`PendingStored`):
 :func:`pending_stored` inline, for the tree's hot path."""
-_IS_PENDING = _SLOTS[0].__get__
+_IS_PENDING, _KEPT = _SLOTS[0].__get__, _SLOTS[1].__get__
 _READY_LOCK = threading.Lock()
 """Taken only to compute a pending event's fields, so that two threads reading one event
 for the first time both see its final values."""
 
 
 def pending_stored(raw: PendingStored) -> BlockStored:
-    """A BlockStored of ``raw = ((ids_of, block_size, default_medium), digests, above, key,
+    """A BlockStored of ``raw = ((hasher, block_size, default_medium), digests, above, key,
     medium, namespace)``: a node's page ``digests``, ``above`` its parent's (``None``
     under a namespace root), ``key`` its packed tokens (little-endian u32, no bigrams),
     ``medium`` (``None``: ``default_medium``). Its fields are computed at the first read of
-    any of them: ``ids_of(digests, above[-1])`` gives the parent's and the pages' ids; the
-    digest lists must not be mutated meanwhile (the tree replaces a node's list, never
+    any of them: ``hasher.ids(digests, above[-1])`` gives the parent's and the pages' ids;
+    the digest lists must not be mutated meanwhile (the tree replaces a node's list, never
     changes one). O(1): the object and two slots."""
     event: BlockStored = _new(BlockStored)
     MARK(event, PENDING)
@@ -117,8 +118,20 @@ def has_pages(event: BlockStored | BlockRemoved) -> bool:
     fields (a publisher filters events on the scheduler thread and encodes them on its
     own). O(1)."""
     if type(event) is BlockStored and _IS_PENDING(event, BlockStored) is PENDING:
-        return bool(_SLOTS[1].__get__(event, BlockStored)[1])
+        return bool(_KEPT(event, BlockStored)[1])
     return bool(event.block_hashes)
+
+
+def pending_parts(event: BlockStored) -> PendingStored | None:
+    """What a pending ``event`` keeps (see :func:`pending_stored`), or ``None`` once its
+    fields are computed or for an event built by its constructor. Computes nothing: an
+    encoder reads the ids in the form it sends (``hasher.ids(..., unsigned=True)``) and the
+    tokens from the key without building the event's lists first. O(1), any thread."""
+    if _IS_PENDING(event, BlockStored) is PENDING:
+        raw = _KEPT(event, BlockStored)
+        if type(raw) is tuple:  # else another thread computed the fields since the test
+            return raw
+    return None
 
 
 def stored_fields(event: BlockStored) -> tuple[list[int], int | None, list[int], int, str,
@@ -136,8 +149,8 @@ def _make_ready(event: BlockStored) -> None:
         if hashes.__get__(event, BlockStored) is not PENDING:
             return  # another thread did it
         context, digests, above, key, on, space = parent.__get__(event, BlockStored)
-        ids_of, block_size, default = context
-        parent_id, ids = ids_of(digests, None if above is None else above[-1])
+        hasher, block_size, default = context
+        parent_id, ids = hasher.ids(digests, None if above is None else above[-1])
         tokens.__set__(event, unpack_tokens(key, False))
         size.__set__(event, block_size)
         medium.__set__(event, default if on is None else on)

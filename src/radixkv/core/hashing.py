@@ -53,25 +53,32 @@ class PageHash:
         init=False, repr=False, compare=False)
     """events: ``_unpackers[n]`` reads the event ids of ``n`` joined digests (``n`` up to
     65) in one C call: a precompiled ``struct``, so that a node's ids cost no Python loop."""
+    _unsigned: tuple[Callable[[bytes], tuple[int, ...]], ...] = field(
+        init=False, repr=False, compare=False)
+    """The same, reading each id's 64 bits unsigned (the wire's form: no loop to mask them)."""
     _cutters: dict[tuple[int, int], Callable[[bytes], tuple[bytes, ...]]] = field(
         default_factory=dict, repr=False, compare=False)
     """Per (page bytes, key bytes), the ``struct`` unpack that cuts a key into pages."""
 
     def __post_init__(self) -> None:
-        formats = (">" + f"q{self.digest_size - 8}x" * count for count in range(_STRUCT_IDS + 2))
-        object.__setattr__(self, "_unpackers",
-                           tuple(struct.Struct(fmt).unpack for fmt in formats))
+        for name, code in (("_unpackers", "q"), ("_unsigned", "Q")):
+            formats = (">" + f"{code}{self.digest_size - 8}x" * count
+                       for count in range(_STRUCT_IDS + 2))
+            object.__setattr__(self, name, tuple(struct.Struct(fmt).unpack for fmt in formats))
 
-    def ids(self, digests: list[bytes], head: bytes | None = None) -> tuple[int | None, list[int]]:
+    def ids(self, digests: list[bytes], head: bytes | None = None,
+            unsigned: bool = False) -> tuple[int | None, list[int]]:
         """:func:`event_id` of ``head`` (``None`` for none) and of every digest, in one C
-        call for up to 64 pages."""
+        call for up to 64 pages; ``unsigned``: each id's 64 bits read as an unsigned integer
+        instead (``event_id(digest) & (2**64 - 1)``, the wire's form). Pure."""
         joined = b"".join(digests) if head is None else head + b"".join(digests)
         count = len(digests) + (head is not None)
         ids: Sequence[int]
         if count <= _STRUCT_IDS + 1:
-            ids = self._unpackers[count](joined)
+            ids = (self._unsigned if unsigned else self._unpackers)[count](joined)
         else:
-            ids = np.frombuffer(joined, dtype=">i8")[:: self.digest_size // 8].tolist()
+            ids = np.frombuffer(joined, dtype=">u8" if unsigned else ">i8")[
+                :: self.digest_size // 8].tolist()
         if 0 in ids:
             ids = [value or 1 for value in ids]
         if head is None:

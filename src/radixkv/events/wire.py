@@ -14,8 +14,15 @@ from collections.abc import Callable, Sequence
 
 import msgpack
 
-from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent, stored_fields
-from ..core.keys import DEFAULT_NAMESPACE
+from ..core.events import (
+    AllBlocksCleared,
+    BlockRemoved,
+    BlockStored,
+    KVEvent,
+    pending_parts,
+    stored_fields,
+)
+from ..core.keys import DEFAULT_NAMESPACE, unpack_tokens
 from .publisher_config import PublisherConfig
 
 MASK64 = (1 << 64) - 1
@@ -102,14 +109,29 @@ class BatchEncoder:
         return f"radixkv:{rest!r}:{salt!r}"
 
     def _stored(self, event: BlockStored) -> bytes:
-        # one call for the six fields (a pending event's computed here, on this thread)
+        raw = pending_parts(event)
+        if raw is not None:
+            # the tree's pending event (most stores): its ids read straight in the wire's
+            # form and its tokens from the key, without computing the event's own lists
+            (hasher, size, default), digests, above, key, medium, namespace = raw
+            if not digests:
+                return b""
+            parent, hashes = hasher.ids(digests, None if above is None else above[-1],
+                                        self._unsigned)
+            return self._stored_map(hashes, parent, unpack_tokens(key, False), size,
+                                    default if medium is None else medium, namespace)
         hashes, parent, tokens, size, medium, namespace = stored_fields(event)
         if not hashes:
             return b""
         if parent is not None and self._unsigned:
             parent &= MASK64
-        if type(tokens) is not list:
-            tokens = list(tokens)
+        return self._stored_map(self._hashes(hashes), parent,
+                                tokens if type(tokens) is list else list(tokens), size, medium,
+                                namespace)
+
+    def _stored_map(self, hashes: list[int], parent: int | None, tokens: list[int], size: int,
+                    medium: str, namespace: tuple[object, object]) -> bytes:
+        """A BlockStored of these fields, its hashes already in the wire's form."""
         if namespace is DEFAULT_NAMESPACE:  # the cache's own, for None
             lora = salt = None
         else:
@@ -118,9 +140,9 @@ class BatchEncoder:
         if self._legacy:
             # vLLM's positional prefix: tag, the seven fields, extra_keys (nil); it has no
             # place for a salt.
-            return self._pack(["BlockStored", self._hashes(hashes), parent, tokens, size,
-                               None, medium, lora, None])
-        fields = ["type", "BlockStored", "block_hashes", self._hashes(hashes),
+            return self._pack(["BlockStored", hashes, parent, tokens, size, None, medium, lora,
+                               None])
+        fields = ["type", "BlockStored", "block_hashes", hashes,
                   "parent_block_hash", parent, "token_ids", tokens, "block_size", size,
                   "lora_id", None, "medium", medium, "lora_name", lora]
         if salt is None:
