@@ -1,6 +1,6 @@
 """The line budget, as tinygrad's CI keeps one: no source module grows past 400 lines (split
 it by concept instead), and the library (everything but the tools around it: bench/, sim/,
-model/, testing/) and each package stay within the size they had when the budget was set
+model/, testing/, driver/) and each package stay within the size they had when the budget was set
 (issue #32, 2026-12-04), rounded up a little. Lines are counted as code: blank lines and
 comment-only lines do not count, docstrings do. Raising a cap is a decision: say why in the
 commit that does it."""
@@ -15,30 +15,32 @@ MODULE_BUDGET = 400
 PACKAGE = Path(__file__).parent.parent / "src" / "radixkv"
 SOURCES = sorted(PACKAGE.rglob("*.py"))
 
-TOOLS = ("bench", "sim", "model", "testing")
-"""Packages around the library, not in it (benchmarks, simulator, reference model, kits)."""
+TOOLS = ("bench", "sim", "model", "testing", "driver")
+"""Packages around the library, not in it (benchmarks, simulator, reference model, kits,
+and the request driver the model and the simulator share)."""
 
 PACKAGE_CAPS = {
     "radixkv": 500,  # the top-level modules (__init__, cli, errors, ...)
-    "bench": 2800,
-    "cache": 2200,
+    "bench": 3000,
+    "cache": 2275,
     "components": 1025,
-    "core": 2750,
-    "events": 950,
-    "host": 900,
+    "core": 2775,
+    "driver": 225,
+    "events": 1075,
+    "host": 925,
     "integrations": 100,
     "integrations/sglang": 975,
-    "integrations/vllm": 1000,
-    "memory": 875,
+    "integrations/vllm": 975,
+    "memory": 850,
     "metrics": 575,
-    "model": 1575,
-    "sim": 3200,
+    "model": 1550,
+    "sim": 3100,
     "storage": 2325,
     "testing": 1000,
 }
 """Per package, the most lines of code it may hold."""
 
-LIBRARY_CAP = 14_000
+LIBRARY_CAP = 14_200
 """The most lines of code of the library (every package but :data:`TOOLS`)."""
 
 
