@@ -227,3 +227,41 @@ def test_sizes_reads_what_stats_reports_without_building_it(page: int) -> None:
     assert cache.sizes() == (full.cached, full.protected) == (40 - 40 % page, 16)
     cache.unlock(receipt)
     assert cache.sizes() == (40 - 40 % page, 0)
+
+
+class FailsOnCue(StrictEngineAllocator):
+    """Allocates as the strict allocator does until ``fail`` is set, then answers garbage."""
+
+    fail = False
+
+    def alloc(self, num_slots: int) -> np.ndarray | None:
+        if self.fail:
+            return np.array([-1] * num_slots)
+        return super().alloc(num_slots)
+
+
+def test_an_allocator_failing_a_load_back_leaves_no_lock_and_the_host_values_intact() -> None:
+    from radixkv import HostTier
+
+    engine = FailsOnCue(CAPACITY, 4)
+    cache = PrefixCache(CacheConfig(capacity=CAPACITY, page_size=4, host=HostTier(capacity=64)),
+                        allocators={"full": engine})
+    prompt = list(range(1, 13))
+    cache.finish(cache.admit(prompt))
+    cache.wait()
+    cache.evict(full=12)  # backed up: the device copy goes, the host one stays
+    cache.wait()
+    assert cache.match(prompt).length == 0 and cache.tree.tiers[1].cached == [12]
+    engine.fail = True
+    with pytest.raises(EngineError):
+        cache.admit([*prompt, 50, 51, 52, 53], load_back=True)  # the load-back's allocation
+    cache.check_invariants()
+    stats = cache.stats()
+    assert (stats.active_leases, stats.components["full"].protected) == (0, 0)
+    assert not cache.tree.live_locks and cache.tree.tiers[1].cached == [12]
+    engine.fail = False  # the cache keeps working: the same admission loads back
+    lease = cache.admit([*prompt, 50, 51, 52, 53], load_back=True)
+    cache.wait(lease)
+    assert lease.ready and lease.cached_length == 12
+    cache.finish(lease)
+    cache.check_invariants()

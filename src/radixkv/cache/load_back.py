@@ -7,7 +7,7 @@ from ..core.keys import Namespace
 from ..core.node import Node
 from ..core.tiers import DEVICE
 from ..core.types import Lock, TreeMatch
-from ..errors import LeaseError
+from ..errors import EngineError, LeaseError
 from ..host.engine_calls import CopyRefused
 from ..host.host_controller import CopyRecord
 from .cache_base import CacheBase
@@ -88,7 +88,9 @@ class LoadBack(CacheBase):
         of its load-back needs (evicting: room was ensured), and submit each part, from the
         host down. ``None``, the lock released and nothing else changed but that eviction
         (and the parts of tiers above, which stay in flight on their own locks), when a
-        tier's copy was refused (a counted fault): the rest is then a miss."""
+        tier's copy was refused (a counted fault): the rest is then a miss. Raises
+        :class:`EngineError`, the lock released, when the engine's allocator answered out
+        of contract."""
         lock = self.tree.lock_match(found)
         for tier, sizes in loads:
             try:
@@ -96,6 +98,9 @@ class LoadBack(CacheBase):
             except CopyRefused:
                 self.tree.unlock(lock)
                 return None
+            except EngineError:  # the engine's allocator answered out of contract
+                self.tree.unlock(lock)
+                raise
         return lock
 
     def _wait_for_loads(self, lease: Lease, path: list[Node]) -> None:
