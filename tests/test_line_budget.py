@@ -24,7 +24,7 @@ PACKAGE_CAPS = {
     "bench": 3000,
     "cache": 2275,
     "components": 1025,
-    "core": 2775,
+    "core": 2875,  # #32: the tree's parts name the references they hold
     "driver": 225,
     "events": 1075,
     "host": 925,
@@ -40,7 +40,7 @@ PACKAGE_CAPS = {
 }
 """Per package, the most lines of code it may hold."""
 
-LIBRARY_CAP = 14_200
+LIBRARY_CAP = 14_325
 """The most lines of code of the library (every package but :data:`TOOLS`)."""
 
 

@@ -68,8 +68,8 @@ def test_a_lease_insert_from_its_lock_node_equals_one_from_the_root(
     caches = (AuditedCache(capacity=200, page_size=page, **CONFIGS[combo]),
               AuditedCache(capacity=200, page_size=page, **CONFIGS[combo]))
     caches[1].tree.insert = Ignoring(caches[1].tree.insert)
-    taken = Counting(caches[0].tree._known_start)
-    caches[0].tree._known_start = taken
+    taken = Counting(caches[0].tree.inserter._known_start)
+    caches[0].tree.inserter._known_start = taken
     known: list[list[int]] = [[rng.randint(1, 4) for _ in range(8)]]
     leases: list[list[Any]] = []
     for _ in range(150):

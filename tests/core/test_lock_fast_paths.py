@@ -27,7 +27,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
 def pair(combo: str, page: int) -> tuple[AuditedCache, AuditedCache]:
     fast = AuditedCache(capacity=160, page_size=page, **CONFIGS[combo])
     general = AuditedCache(capacity=160, page_size=page, **CONFIGS[combo])
-    general.tree._lone_path = general.tree._path_window = general.tree._path_node = False
+    locker = general.tree.locker
+    locker._lone_path = locker._path_window = locker._path_node = False
     return fast, general
 
 

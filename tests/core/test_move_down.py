@@ -33,7 +33,7 @@ def spy_on_moves(tree: Any) -> list[bool]:
     call: not the fallback)."""
     moved: list[bool] = []
     locks = [0]
-    lock, move_down = tree.lock, tree.move_down
+    lock, move_down = tree.locker.lock, tree.move_down
 
     def counted_lock(*args: Any) -> Any:
         locks[0] += 1
@@ -45,7 +45,8 @@ def spy_on_moves(tree: Any) -> list[bool]:
         moved.append(locks[0] == before)
         return result
 
-    tree.lock, tree.move_down = counted_lock, spied_move_down
+    # the fallback calls its own part's lock; the cache calls the tree's move_down
+    tree.locker.lock, tree.move_down = counted_lock, spied_move_down
     return moved
 
 
@@ -72,7 +73,7 @@ def test_move_down_leaves_what_lock_then_unlock_leaves(combo: str, page: int, se
     caches = (AuditedCache(capacity=240, page_size=page, **CONFIGS[combo]),
               AuditedCache(capacity=240, page_size=page, **CONFIGS[combo]))
     moved = spy_on_moves(caches[0].tree)
-    caches[1].tree.move_down = lock_then_unlock(caches[1].tree)  # type: ignore[method-assign]
+    caches[1].tree.move_down = lock_then_unlock(caches[1].tree)
     known: list[list[int]] = [[1, 2, 3, 4, 5, 6, 7, 8]]
     active: list[tuple[Any, Any]] = []
     receipts: list[tuple[Any, Any]] = []
@@ -116,7 +117,7 @@ def test_move_down_leaves_what_lock_then_unlock_leaves(combo: str, page: int, se
 
 def test_a_lock_moved_onto_nodes_another_lease_holds_pins_nothing_twice() -> None:
     caches = (AuditedCache(capacity=64, page_size=1), AuditedCache(capacity=64, page_size=1))
-    caches[1].tree.move_down = lock_then_unlock(caches[1].tree)  # type: ignore[method-assign]
+    caches[1].tree.move_down = lock_then_unlock(caches[1].tree)
     run(caches, "finish", run(caches, "admit", [1, 2, 3]))
     first, second = run(caches, "admit", [1, 2, 3, 4, 5, 6]), run(caches, "admit",
                                                                      [1, 2, 3, 4, 5, 6])

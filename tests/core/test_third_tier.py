@@ -53,7 +53,7 @@ def test_values_demoted_to_the_third_tier_keep_their_nodes_and_nothing_matches_o
     tiers = demoted()
     tree = tiers.tree
     assert tree.match(encode_tokens(FIRST), "ns").length == 0
-    assert tree.match_all_tiers(encode_tokens(FIRST), "ns").length == len(FIRST)
+    assert tree.copies.match_all_tiers(encode_tokens(FIRST), "ns").length == len(FIRST)
     assert [t.cached for t in tree.tiers] == [[0], [0], [15]]
     assert tree.tiers[HOST].evicted[0]["budget"] == 15
 
@@ -80,10 +80,10 @@ def test_a_load_back_takes_each_value_from_the_highest_tier_holding_it() -> None
     tiers.evict(DEVICE, 64)
     tiers.check()
     tree = tiers.tree
-    node = tree.match_all_tiers(encode_tokens(SECOND), "ns").node
+    node = tree.copies.match_all_tiers(encode_tokens(SECOND), "ns").node
     assert node is not None
-    from_host = tree.load_plan(node, len(SECOND), HOST)
-    assert from_host and tree.load_plan(node, len(SECOND), DISK) == []  # all on the host
+    from_host = tree.copies.load_plan(node, len(SECOND), HOST)
+    assert from_host and tree.copies.load_plan(node, len(SECOND), DISK) == []  # all on the host
     tiers.evict(HOST, 64)  # FIRST's nodes survive on the disk; SECOND's tail goes
     tiers.check()
     match = tiers.load_back("ns", SECOND)
@@ -115,6 +115,6 @@ def test_negative_control_a_third_tier_value_under_a_parent_without_one_breaks_t
     leaf = tree.match(encode_tokens(FIRST), "ns").node
     assert leaf is not None and leaf.start == len(SHARED)
     # a disk value on the leaf alone, bypassing backup_plan's closure rule
-    tree.place(leaf, 0, DISK, tiers.take(DISK, leaf.length))
+    tree.copies.place(leaf, 0, DISK, tiers.take(DISK, leaf.length))
     with pytest.raises(InvariantError, match="disk tier"):
         tiers.check()

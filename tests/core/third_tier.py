@@ -68,8 +68,8 @@ class ThreeTiers:
     def copy_down(self, namespace: str, tokens: list[int], source: int, to: int) -> int:
         """Copy the cached prefix of ``tokens`` from tier ``source`` to tier ``to``; the
         rows copied."""
-        match = self.tree.match_all_tiers(encode_tokens(tokens), namespace)
-        planned = self.tree.backup_plan(match.path, source, to)
+        match = self.tree.copies.match_all_tiers(encode_tokens(tokens), namespace)
+        planned = self.tree.copies.backup_plan(match.path, source, to)
         copied = 0
         for node, indices in planned:
             assert indices == (PRIMARY,)
@@ -77,9 +77,9 @@ class ThreeTiers:
             assert rows is not None
             slots = self.take(to, len(rows))
             self.kv[to][slots] = self.kv[source][rows]
-            self.tree.place(node, PRIMARY, to, slots)
+            self.tree.copies.place(node, PRIMARY, to, slots)
             copied += len(rows)
-        self.tree.announce(planned, to)
+        self.tree.copies.announce(planned, to)
         return copied
 
     def evict(self, tier: int, budget: int) -> int:
@@ -90,19 +90,19 @@ class ThreeTiers:
     def load_back(self, namespace: str, tokens: list[int]) -> TreeMatch:
         """Make the prefix of ``tokens`` that any tier holds usable on device: lock it,
         copy each value from the highest tier below the device that holds it, unlock."""
-        match = self.tree.match_all_tiers(encode_tokens(tokens), namespace)
+        match = self.tree.copies.match_all_tiers(encode_tokens(tokens), namespace)
         if match.node is None:
             return match
-        lock = self.tree.lock_match(match)
+        lock = self.tree.locker.lock_match(match)
         try:
             for source in (HOST, DISK):
-                for node, indices in self.tree.load_plan(lock.node, match.length, source):
+                for node, indices in self.tree.copies.load_plan(lock.node, match.length, source):
                     rows = self.tree.value(node, PRIMARY, source)
                     assert rows is not None and indices == (PRIMARY,)
                     slots = self.take(DEVICE, len(rows))
                     copied = self.kv[source][rows]
                     self.kv[DEVICE][slots] = copied[::-1] if self.reverse else copied
-                    self.tree.place(node, PRIMARY, DEVICE, slots)
+                    self.tree.copies.place(node, PRIMARY, DEVICE, slots)
         finally:
             self.tree.unlock(lock)
         return self.tree.match(encode_tokens(tokens), namespace)

@@ -75,7 +75,7 @@ def node_at(cache: Any, tokens: list[int]) -> int:
     """The handle of the node ``tokens`` end in (either tier), read without a match (no
     hit counted, no recency)."""
     key = np.asarray(tokens, dtype="<u4").tobytes()
-    found = cache.tree.match_all_tiers(key, DEFAULT_NAMESPACE)
+    found = cache.tree.copies.match_all_tiers(key, DEFAULT_NAMESPACE)
     assert found.node is not None and found.length == len(tokens)
     node_id: int = found.node.id
     return node_id

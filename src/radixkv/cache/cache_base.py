@@ -213,7 +213,7 @@ class CacheBase:
             tier.prepare_store(found.path)
         if found.length >= found.branch:
             return 0
-        return self.tree.match_all_tiers(key, space).length - found.length
+        return self.tree.copies.match_all_tiers(key, space).length - found.length
 
     def _copy_reported(self, record: CopyRecord, ok: bool) -> None:
         """See :meth:`LoadBack._copy_reported`."""
@@ -309,7 +309,7 @@ class CacheBase:
         already released, belongs to another cache, or is the lock of an active lease (only
         finish/abort/commit may release that)."""
         if type(receipt) is Lock and receipt.lease is not None:
-            self.tree.check_receipt(receipt)
+            self.tree.locker.check_receipt(receipt)
             raise LockError(f"lock {receipt.id} belongs to lease {receipt.lease}; "
                             "finish or abort the lease instead")
         self.tree.unlock(receipt)

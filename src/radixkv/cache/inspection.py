@@ -105,7 +105,7 @@ def _check_allocations(cache: PrefixCache) -> None:
 def _check_lease(cache: PrefixCache, lease: Lease) -> None:
     tree = cache.tree
     if lease.lock is not None:
-        tree.check_receipt(lease.lock)
+        tree.locker.check_receipt(lease.lock)
     elif lease.tree_owned:
         raise InvariantError(f"lease {lease.id} borrows from the tree without a lock")
     if lease.lock is not None and lease.tree_owned:

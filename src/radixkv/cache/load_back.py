@@ -61,7 +61,7 @@ class LoadBack(CacheBase):
         tier's part of its load-back needs per component; ``found`` and ``None`` when they
         add nothing, or when a node of that prefix is being loaded back already (a copy
         that may still fail must not have another below or beside it). Pure."""
-        merged = self.tree.match_all_tiers(key, space)
+        merged = self.tree.copies.match_all_tiers(key, space)
         if merged.length <= found.length or merged.node is None:
             return found, None
         copying = self.tree.copying

@@ -90,7 +90,7 @@ class DeviceRoom:
             if lock_at is not None:
                 # bench admit: the preview is walked only when a pool is short
                 if pinned is None:
-                    pinned = tree.lock_preview(lock_at, lock_end)
+                    pinned = tree.locker.lock_preview(lock_at, lock_end)
                 evictable -= pinned[index]
             if pool.available + evictable < need:
                 raise OutOfSlotsError(

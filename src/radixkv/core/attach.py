@@ -9,11 +9,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .copy_plans import CopyPlanner, Planned
-from .eviction import Evictor
-from .insertion import Inserter
 from .keys import Namespace
-from .locking import Locker
 from .node import Node
+from .state import TreeState
 from .tiers import PRIMARY
 
 Run = tuple[int, np.ndarray]
@@ -45,9 +43,15 @@ def _unused(runs: Sequence[Run | None], attach_at: int, placed: Planned,
     return unused
 
 
-class Attacher(Inserter, Locker, Evictor, CopyPlanner):
-    """The tree's operations, plus attaching nodes held on one tier alone (a base of
-    TreeCore)."""
+class Attacher:
+    """Attaching nodes held on one tier alone: a part of
+    :class:`~radixkv.core.tree.TreeCore` (``tree.attacher``), built on its
+    :class:`TreeState` and its copy planner (which places and announces the values)."""
+
+    def __init__(self, state: TreeState, copies: CopyPlanner) -> None:
+        self._state = state
+        self._copies = copies
+        self.components, self.tiers = state.components, state.tiers
 
     def attach(self, key: bytes, namespace: Namespace, runs: Sequence[Run | None],
                tier: int) -> Attached:
@@ -63,31 +67,32 @@ class Attacher(Inserter, Locker, Evictor, CopyPlanner):
         break the tier's closure (see :meth:`attachable`).
         Returns the new nodes and, per component, the slots not used (to free). Mutates
         structure, host values, ledgers and queues; O(depth + new nodes x components)."""
-        unit, page = self.unit, self.page_size
+        state = self._state
+        unit, page = state.unit, state.page_size
         end = len(key) // unit
-        root = self.root(namespace)
-        path, pos = self._walk(root, key)
+        root = state.root(namespace)
+        path, pos = state._walk(root, key)
         attach_at = pos // unit
         primary = runs[PRIMARY]
         assert primary is not None and primary[0] <= attach_at, "the primary run must reach"
         above = path[-1] if path else root
         if attach_at >= end or not self.attachable(above, tier):
             if not root.children:
-                self._drop_root(root)
+                state._drop_root(root)
             return Attached([], [None if run is None else run[1] for run in runs])
         if above is not root and above.start + above.length > attach_at:
-            above = self._split(above, attach_at - above.start)
+            above = state._split(above, attach_at - above.start)
         cuts = sorted({begin for index, run in enumerate(runs) if run is not None
                        for begin in (run[0],) if self.components[index].per_token
                        and attach_at < begin < end and begin % page == 0} | {end})
         nodes, parent, start = [], above, attach_at
         for cut in cuts:
-            parent = self._add_leaf(parent, key[start * unit : cut * unit], 0,
-                                    self.config.default_ttl)
+            parent = state._add_leaf(parent, key[start * unit : cut * unit], 0,
+                                    state.config.default_ttl)
             nodes.append(parent)
             start = cut
         placed = self._place_runs(nodes, runs, end, tier)
-        self.announce([(node, indices) for node, indices in placed if indices], tier)
+        self._copies.announce([(node, indices) for node, indices in placed if indices], tier)
         return Attached(nodes, _unused(runs, attach_at, placed,
                                        [c.per_token for c in self.components]))
 
@@ -98,7 +103,7 @@ class Attacher(Inserter, Locker, Evictor, CopyPlanner):
         if node.parent is None:
             return True
         return self.tiers[tier].value(node, PRIMARY) is not None and \
-            not self.copying_above(node, tier)
+            not self._copies.copying_above(node, tier)
 
     def _place_runs(self, nodes: list[Node], runs: Sequence[Run | None], end: int,
                     tier: int) -> list[tuple[Node, tuple[int, ...]]]:
@@ -117,7 +122,7 @@ class Attacher(Inserter, Locker, Evictor, CopyPlanner):
                     value = slots
                 else:
                     continue
-                self.place(node, index, tier, value.copy())
+                self._copies.place(node, index, tier, value.copy())
                 indices.append(index)
             placed.append((node, tuple(indices)))
         return placed

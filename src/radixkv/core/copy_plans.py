@@ -40,8 +40,16 @@ class _Merged:
         self.start, self.length, self.end = node.start, node.length, node.start + node.length
 
 
-class CopyPlanner(TreeState):
-    """Operations across the tiers of a tree (see :mod:`radixkv.core.tiers`)."""
+class CopyPlanner:
+    """Operations across the tiers of a tree (see :mod:`radixkv.core.tiers`): a part of
+    :class:`~radixkv.core.tree.TreeCore` (``tree.copies``), built on its
+    :class:`TreeState`; what the controllers of the tiers below the device call."""
+
+    def __init__(self, state: TreeState) -> None:
+        self._state = state
+        self.components, self.tiers = state.components, state.tiers
+        self.nodes, self.roots, self.copying = state.nodes, state.roots, state.copying
+        self.log = state.log
 
     def backup_plan(self, nodes: Iterable[Node], source: int = DEVICE, to: int = HOST
                     ) -> Planned:
@@ -96,8 +104,8 @@ class CopyPlanner(TreeState):
         node = self.roots.get(namespace)
         if node is None:
             return TreeMatch(0, None, [], 0)
-        path, pos = self._walk(node, key)
-        branch = pos // self.unit
+        path, pos = self._state._walk(node, key)
+        branch = pos // self._state.unit
         merged = [_Merged(n, self.tiers) for n in path]
         length = branch
         while True:
@@ -153,12 +161,12 @@ class CopyPlanner(TreeState):
         """Give ``node`` component ``index``'s ``value`` on ``tier`` (a copy's destination:
         the controller copies into it); mutates values, ledgers and queues."""
         if tier == DEVICE:  # the insert path's own setter (it publishes the value)
-            self._set_value(node, index, value)
+            self._state._set_value(node, index, value)
         else:
-            self._set_below(self.tiers[tier], node, index, value)
-        self._refresh(node)
+            self._state._set_below(self.tiers[tier], node, index, value)
+        self._state._refresh(node)
         if node.parent is not None and node.parent.parent is not None:
-            self._refresh(node.parent)  # its leaf status on that tier may change
+            self._state._refresh(node.parent)  # its leaf status on that tier may change
 
     def take_back(self, node: Node, index: int, tier: int) -> np.ndarray | None:
         """Remove component ``index``'s value from ``node`` on ``tier`` without counting an
@@ -178,9 +186,9 @@ class CopyPlanner(TreeState):
         values[slot] = None
         node.values = values
         on.holes[index] += 1
-        self._refresh(node)
+        self._state._refresh(node)
         if node.parent is not None and node.parent.parent is not None:
-            self._refresh(node.parent)
+            self._state._refresh(node.parent)
         return value
 
     def announce(self, planned: Planned, tier: int) -> None:

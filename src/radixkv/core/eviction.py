@@ -33,14 +33,31 @@ def _requeue(skipped: list[tuple[EvictionQueue, Node]] | None) -> None:
         queue.add(node)
 
 
-class Evictor(TreeState):
-    """Component ``c`` evicts from its own candidate queue on the tier; evicting its value on
-    a node also evicts the values there of every component that depends on it (the
-    cascade, from the specs' declarations: FULL → SWA → MAMBA). On the device a node its
-    component calls useless afterwards is removed whole — unless it holds values on a lower
-    tier: then it is *demoted* (its device values go, the node stays, held below alone once
-    its primary device value is gone). Below the device a node is removed once it holds its
-    primary value on no tier."""
+class Evictor:
+    """Eviction: a part of :class:`~radixkv.core.tree.TreeCore`, built on its
+    :class:`TreeState` (whose containers it keeps references to). Component ``c`` evicts
+    from its own candidate queue on the tier; evicting its value on a node also evicts the
+    values there of every component that depends on it (the cascade, from the specs'
+    declarations: FULL → SWA → MAMBA). On the device a node its component calls useless
+    afterwards is removed whole — unless it holds values on a lower tier: then it is
+    *demoted* (its device values go, the node stays, held below alone once its primary
+    device value is gone). Below the device a node is removed once it holds its primary
+    value on no tier."""
+
+    def __init__(self, state: TreeState) -> None:
+        self.components = state.components
+        self.tiers, self.device, self.lower = state.tiers, state.device, state.lower
+        self.tier_count = state.tier_count
+        self.nodes = state.nodes
+        self.queues, self.holes = state.queues, state.holes
+        self.log = state.log
+        self.page_bytes = state.page_bytes
+        self.cascade, self._removal = state.cascade, state._removal
+        self._sizes, self._ones, self._indices = state._sizes, state._ones, state._indices
+        # bench evict: the state's bookkeeping bound once (calls cost what self's did)
+        self._refresh = state._refresh
+        self._drop_root = state._drop_root
+        self._join = state._join
 
     def evict(self, budgets: Sequence[int], pause: Pause | None = None, *,
               tier: int = DEVICE, dropping: Dropping | None = None) -> TreeEvict:
@@ -194,8 +211,3 @@ class Evictor(TreeState):
             self._drop_root(parent)
         else:
             self._refresh(parent)
-
-    def _drop_root(self, root: Node) -> None:
-        """Forget an empty namespace (per-request salts would otherwise pile up roots)."""
-        del self.roots[root.namespace]
-        del self.nodes[root.id]

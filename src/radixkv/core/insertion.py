@@ -15,8 +15,29 @@ from .state import NO_SLOTS, TreeState
 from .types import Lock, TreeInsert
 
 
-class Inserter(TreeState):
-    """The insert path of the tree."""
+class Inserter:
+    """The insert path of a tree: a part of :class:`~radixkv.core.tree.TreeCore`, built on
+    its :class:`TreeState` (whose containers it keeps references to)."""
+
+    def __init__(self, state: TreeState) -> None:
+        self._state = state
+        """The tree's data; the clock (``tick``) is read and advanced there."""
+        self.components = state.components
+        self._count = len(state.components)
+        self._default_ttl = state.config.default_ttl
+        self.policy = state.policy
+        self.tiers = state.tiers
+        self.unit, self.page_bytes = state.unit, state.page_bytes
+        self.live_locks = state.live_locks
+        self.copying = state.copying
+        # bench insert: the state's bookkeeping bound once (calls cost what self's did)
+        self._root = state.root
+        self._split = state._split
+        self._set_value = state._set_value
+        self._refresh = state._refresh
+        self._add_leaf = state._add_leaf
+        self._loading_start = state._loading_start
+        self._common_prefix = state._common_prefix
 
     def insert(
         self,
@@ -51,21 +72,21 @@ class Inserter(TreeState):
             if loading is not None and loading < limit:
                 limit = max(loading, borrowed)
                 cuts = [p for p in cuts if p < limit] + [limit]
-        self.tick += 1
+        self._state.tick = tick = self._state.tick + 1
         if not limit:  # nothing to cache: no namespace root is created for it
             return TreeInsert(None, 0, 0, [NO_SLOTS] * len(self.components))
-        ttl = self.config.default_ttl if ttl is None else ttl
+        ttl = self._default_ttl if ttl is None else ttl
         # bench release / sim: a lease's borrowed prefix is not walked again
         if known is not None and self._known_start(known, namespace, borrowed, limit, cuts):
             node = known.node
             if self._borrowed_unread:  # bench sim (896 tokens, p16): stamped, not listed, and
-                _stamp_up(node, self.tick, priority)  # not walked again by the adoption
+                _stamp_up(node, tick, priority)  # not walked again by the adoption
                 path = []
             else:
-                path = self._stamped_path(node, priority)
+                path = _stamped_path(node, tick, priority)
         else:
-            path, node = [], self.root(namespace)
-        new_length = self._descend(node, path, key, limit, cuts, priority, ttl)
+            path, node = [], self._root(namespace)
+        new_length = self._descend(node, path, key, limit, cuts, priority, ttl, tick)
         freed = self._adopt(path, inputs, borrowed)
         return TreeInsert(path[-1] if path else node, limit, new_length, freed)
 
@@ -77,28 +98,16 @@ class Inserter(TreeState):
                 and node.start + node.length == borrowed <= limit
                 and (borrowed <= cuts[0] or _bounds_every_cut(node, cuts, borrowed)))
 
-    def _stamped_path(self, node: Node, priority: int) -> list[Node]:
-        """``node`` and its ancestors below the root, top-down, each stamped as a descent
-        stamps the nodes it runs through (recency, priority)."""
-        tick, path = self.tick, []
-        while node.parent is not None:
-            node.last_access = tick
-            if priority > node.priority:
-                node.priority = priority
-            path.append(node)
-            node = node.parent
-        path.reverse()
-        return path
-
     def _descend(
         self, node: Node, path: list[Node], key: bytes, limit: int, cuts: list[int],
-        priority: int, ttl: int,
+        priority: int, ttl: int, tick: int,
     ) -> int:
         """Extend ``path`` (the nodes from the root down to ``node``, where the key runs)
         with the nodes that cover the rest of ``key[:limit]``, splitting where the key
         leaves an edge or a cut falls inside one and adding a leaf for what the tree lacks;
-        returns how many elements were new. Marks each node accessed (recency, priority)."""
-        unit, page_bytes, tick = self.unit, self.page_bytes, self.tick
+        returns how many elements were new. Marks each node accessed at ``tick`` (recency,
+        priority)."""
+        unit, page_bytes = self.unit, self.page_bytes
         single = len(cuts) == 1  # bench insert: no checkpoint, no bisect per node
         # bench insert: positions are bytes; a node's byte end is its ``stop``
         pos, new_length, end = node.stop, 0, limit * unit
@@ -150,10 +159,8 @@ class Inserter(TreeState):
     def _check_insert(self, key: bytes, inputs: Sequence[object]) -> int:
         if len(key) % self.page_bytes:
             raise InvalidSlotsError("insert key must be a whole number of pages")
-        if len(inputs) != len(self.components):
-            raise InvalidSlotsError(
-                f"expected {len(self.components)} component inputs, got {len(inputs)}"
-            )
+        if len(inputs) != self._count:  # bench insert: the count read, not computed
+            raise InvalidSlotsError(f"expected {self._count} component inputs, got {len(inputs)}")
         length = len(key) // self.unit
         for component, data in zip(self.components, inputs):
             component.check_input(data, length)
@@ -195,24 +202,24 @@ class Inserter(TreeState):
                    and getattr(c.cut_points, "__func__", None) is Component.cut_points
                    for c in self.components)
 
-    def _add_leaf(self, parent: Node, key: bytes, priority: int, ttl: int) -> Node:
-        # bench insert: the parent's end read inline (no property call)
-        leaf = Node(next(self._ids), parent, key, parent.start + parent.length,
-                    len(key) // self.unit, len(self.components), parent.namespace, self.tier_count)
-        leaf.created = leaf.last_access = self.tick
-        leaf.priority, leaf.ttl = priority, ttl
-        parent.children[key[: self.page_bytes]] = leaf
-        self.nodes[leaf.id] = leaf
-        for tier in self.tiers:  # bench insert: no range() per tier
-            holes = tier.holes
-            for index in self._indices:
-                holes[index] += 1
-        return leaf
+
+def _stamped_path(node: Node, tick: int, priority: int) -> list[Node]:
+    """``node`` and its ancestors below the root, top-down, each stamped as a descent
+    stamps the nodes it runs through (recency, priority)."""
+    path = []
+    while node.parent is not None:
+        node.last_access = tick
+        if priority > node.priority:
+            node.priority = priority
+        path.append(node)
+        node = node.parent
+    path.reverse()
+    return path
 
 
 def _stamp_up(node: Node, tick: int, priority: int) -> None:
     """Stamp ``node`` and its ancestors below the root as a descent stamps the nodes it runs
-    through (recency, priority): :meth:`Inserter._stamped_path` without the list."""
+    through (recency, priority): :func:`_stamped_path` without the list."""
     while node.parent is not None:
         node.last_access = tick
         if priority > node.priority:

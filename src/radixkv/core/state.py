@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ConfigError, StaleHandleError
+from .component_plans import NODE, PATH, WINDOW, dependencies, dependents, lock_mode
 from .event_log import EventLog
 from .keys import TOKEN_BYTES, Namespace
 from .node import Node
@@ -25,47 +26,6 @@ NO_SLOTS = np.zeros(0, dtype=np.int64)
 _NODE_IDS = itertools.count(1)
 """Node ids of every tree in the process: a handle from another cache is never a node of
 this one (so it reads as stale, never as an unrelated node)."""
-
-PATH, NODE, WINDOW, BOUNDARY = "path", "node", "window", "boundary"
-"""How a component's lock reaches up from its node: the whole path with per-token sizes,
-the node alone, or up to the boundary its ``lock_boundary`` computes."""
-
-
-def lock_mode(component: Component) -> str:
-    """The lock mode of ``component``, from its class flags."""
-    if component.pins_whole_path and component.per_token:
-        return PATH
-    if component.pins_window and component.per_token:
-        return WINDOW
-    return NODE if component.pins_end_node else BOUNDARY
-
-
-def _dependencies(components: Sequence[Component]) -> list[tuple[int, ...]]:
-    """Per component, the indices of what its spec depends on; :class:`ConfigError` unless
-    each is present and earlier in the list."""
-    specs = [component.spec for component in components]
-    index = {spec.name: position for position, spec in enumerate(specs)}
-    found = []
-    for position, spec in enumerate(specs):
-        names = spec.depends_on(specs)
-        if any(index.get(name, position) >= position for name in names):
-            raise ConfigError(f"{spec.name!r} depends on {names}: each must come before it")
-        found.append(tuple(index[name] for name in names))
-    return found
-
-
-def _dependents(depends: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Per component, every component that depends on it directly or transitively, in
-    component order (dependencies always come first)."""
-    result: list[tuple[int, ...]] = []
-    for component in range(len(depends)):
-        reached = {component}
-        for later in range(component + 1, len(depends)):
-            if reached.intersection(depends[later]):
-                reached.add(later)
-        result.append(tuple(sorted(reached - {component})))
-    return result
-
 
 class TreeState:
     """Nodes, roots, queues, ledgers, locks and the clock of one tree.
@@ -103,9 +63,9 @@ class TreeState:
                   for tier in self.tiers for index in range(count)}
         self._slot_owners = [owners[slot] for slot in range(self.width)]
         """Per slot of ``Node.values``, its (tier, component)."""
-        self.depends = _dependencies(self.components)
+        self.depends = dependencies(self.components)
         """Per component, the indices of the components it depends on (its spec says)."""
-        self.cascade = _dependents(self.depends)
+        self.cascade = dependents(self.depends)
         """Per component, what evicting its value on a node evicts along (dependents)."""
         self._removal = [tuple(i for i in range(len(self.components))
                                if i != first and i not in self.cascade[first])
@@ -141,17 +101,24 @@ class TreeState:
         self._lock_ids = itertools.count(1)
         self.evicted = self.device.evicted
         """The device tier's evicted counts, by a short name (see :class:`Tier`)."""
-        self._init_state()
-
-    def _init_state(self) -> None:
         self.roots: dict[Namespace, Node] = {}
         self.nodes: dict[int, Node] = {}
         self.live_locks: dict[int, Lock] = {}
-        for tier in self.tiers:
-            tier.reset()
         device = self.device
         # bench insert/match_prefix: the device ledger's lists under short names
         self.cached, self.protected, self.holes = device.cached, device.protected, device.holes
+        self.tick = 0
+        """The clock of recency stamps: one tick per match that touches and per insert."""
+
+    def _clear(self) -> None:
+        """Forget every node, lock and ledger entry. Clears the containers in place: the
+        tree's parts keep references to them from their construction."""
+        self.roots.clear()
+        self.nodes.clear()
+        self.live_locks.clear()
+        self.copying.clear()
+        for tier in self.tiers:
+            tier.reset()
         self.tick = 0
 
     # ------------------------------------------------------------------ (component, tier)
@@ -287,6 +254,26 @@ class TreeState:
         self._refresh(upper)
         self._refresh(node)
         return upper
+
+    def _add_leaf(self, parent: Node, key: bytes, priority: int, ttl: int) -> Node:
+        """A new node of ``key`` below ``parent``, holding no value yet, stamped now."""
+        # bench insert: the parent's end read inline (no property call)
+        leaf = Node(next(self._ids), parent, key, parent.start + parent.length,
+                    len(key) // self.unit, len(self.components), parent.namespace, self.tier_count)
+        leaf.created = leaf.last_access = self.tick
+        leaf.priority, leaf.ttl = priority, ttl
+        parent.children[key[: self.page_bytes]] = leaf
+        self.nodes[leaf.id] = leaf
+        for tier in self.tiers:  # bench insert: no range() per tier
+            holes = tier.holes
+            for index in self._indices:
+                holes[index] += 1
+        return leaf
+
+    def _drop_root(self, root: Node) -> None:
+        """Forget an empty namespace (per-request salts would otherwise pile up roots)."""
+        del self.roots[root.namespace]
+        del self.nodes[root.id]
 
     def _loading_start(self, key: bytes, namespace: Namespace) -> int | None:
         """Where the first node ``key`` runs through that a load-back is writing to starts

@@ -79,7 +79,7 @@ class Tier:
 
     Ledger: ``cached[c]`` is the size of every value of component ``c`` on this tier,
     ``protected[c]`` the part on nodes ``c`` has locked (kept on the device alone: a lock
-    would otherwise pay for every tier; see ``TreeCore.protected_on``), ``holes[c]`` how
+    would otherwise pay for every tier; see ``CopyPlanner.protected_on``), ``holes[c]`` how
     many nodes (roots aside) lack its value here. ``evicted[c][reason]`` counts what
     eviction took here, by reason (:data:`EVICTION_REASONS`); it survives :meth:`reset`.
     """
@@ -120,16 +120,15 @@ class Tier:
         the tree: on the device, as the component says (matches are served there); below,
         once the node holds its primary value on no tier."""
         self.evicted = [dict.fromkeys(EVICTION_REASONS, 0) for _ in range(count)]
-        self.cached: list[int] = []
-        self.protected: list[int] = []
-        self.holes: list[int] = []
-        self.reset()
+        self.cached = [0] * count
+        self.protected = [0] * count
+        self.holes = [0] * count
 
     def reset(self) -> None:
         """Forget the ledger and the candidates (the tree dropped every node); the evicted
-        counts stay. Mutates; O(components)."""
-        count = len(self.slots)
-        self.cached, self.protected, self.holes = [0] * count, [0] * count, [0] * count
+        counts stay. Mutates in place (the tree's parts hold these lists); O(components)."""
+        for ledger in (self.cached, self.protected, self.holes):
+            ledger[:] = [0] * len(ledger)
         for queue in self.queues:
             queue.clear()
 
@@ -184,7 +183,7 @@ class LedgerStats:
 def ledger_fields(tier: Tier, component: int, protected: int, pool: PoolCounts
                   ) -> tuple[int, int, int, int, int, dict[str, int]]:
     """:class:`LedgerStats`' fields, in order, for ``component`` on ``tier`` (``protected``:
-    its size there on locked nodes, see ``TreeCore.protected_on``); plain reads, O(1)."""
+    its size there on locked nodes, see ``CopyPlanner.protected_on``); plain reads, O(1)."""
     cached = tier.cached[component]
     return (cached, cached - protected, protected, pool.capacity, pool.available,
             dict(tier.evicted[component]))

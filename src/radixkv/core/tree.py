@@ -9,16 +9,26 @@ caller (the controller) gives them back to its pools. Per-component meaning come
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InvalidSlotsError
 from .attach import Attacher
+from .copy_plans import CopyPlanner
 from .events import AllBlocksCleared, KVEvent
+from .eviction import Evictor
+from .insertion import Inserter
 from .keys import Namespace
+from .locking import Locker
 from .node import Node
+from .state import TreeState
 from .tiers import DEVICE
+from .tree_config import TreeConfig
 from .types import NodeId, TreeMatch
+
+if TYPE_CHECKING:  # components import the node module of this package
+    from ..components.base import Component
 
 
 def _present(path: Sequence[Node], index: int) -> list[np.ndarray]:
@@ -32,14 +42,48 @@ def _present(path: Sequence[Node], index: int) -> list[np.ndarray]:
     return values
 
 
-class TreeCore(Attacher):
+class TreeCore(TreeState):
     """A radix tree of pages of key elements with per-component values.
 
     Keys are ``bytes`` of whole pages (``page_size * unit`` bytes a page; ``unit`` is 4, or 8
     with bigram keys). Every public method validates before it mutates: when it raises, the
-    tree is unchanged. Insert, lock and evict live in their own modules (mixins over
-    :class:`~radixkv.core.state.TreeState`).
+    tree is unchanged. The tree's data is its :class:`~radixkv.core.state.TreeState`; match
+    is its own, and the other operations are parts built on that state, each in its own
+    module: :attr:`inserter`, :attr:`locker`, :attr:`evictor`, :attr:`copies` (what the
+    controllers of the tiers below the device call) and :attr:`attacher`.
     """
+
+    BOUND_VERBS = ("insert", "lock", "lock_match", "move_down", "unlock", "evict")
+    """The parts' methods a tree binds under its own names at construction."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """Refuse a subclass that defines a bound verb: the instance's binding would hide
+        it, so it would never run (change the part instead)."""
+        super().__init_subclass__(**kwargs)
+        hidden = [name for name in TreeCore.BOUND_VERBS if name in vars(cls)]
+        if hidden:
+            raise TypeError(f"{cls.__name__} defines {', '.join(hidden)}: a tree binds its "
+                            "parts' methods under these names, so it would never be called")
+
+    def __init__(self, config: TreeConfig, components: Sequence[Component]) -> None:
+        super().__init__(config, components)
+        self.inserter = Inserter(self)
+        self.locker = Locker(self)
+        self.evictor = Evictor(self)
+        self.copies = CopyPlanner(self)
+        """Backup and load-back plans, and values placed, taken back and announced around
+        a copy on any tier (:class:`~radixkv.core.copy_plans.CopyPlanner`)."""
+        self.attacher = Attacher(self, self.copies)
+        # the hot verbs bound once: a forwarding method would add a Python call to every
+        # insert, lock, unlock and evict (bench opcodes: about 10 instructions each), and
+        # ``tree.locker.lock_match`` an attribute read to every admit (admit_finish 1327
+        # -> 1328); their contracts are stated on the parts' methods
+        self.insert = self.inserter.insert
+        self.lock = self.locker.lock
+        self.lock_match = self.locker.lock_match
+        self.move_down = self.locker.move_down
+        self.unlock = self.locker.unlock
+        self.evict = self.evictor.evict
 
     # ------------------------------------------------------------------ match
 
@@ -163,8 +207,7 @@ class TreeCore(Attacher):
         Handles stay unique afterwards (ids keep counting); old handles and receipts become
         stale. Queues AllBlocksCleared when events are on."""
         held = [self.all_values(index) for index in range(len(self.components))]
-        self.copying.clear()
-        self._init_state()
+        self._clear()
         if self.log.enabled:
             self.log.push(AllBlocksCleared())
         return held

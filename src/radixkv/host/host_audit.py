@@ -39,7 +39,7 @@ def _check_records(host: HostTierController, tree: TreeCore) -> None:
     tracked: dict[int, int] = {}
     for ticket, record in host.records.items():
         for lock in record.locks:
-            tree.check_receipt(lock)
+            tree.locker.check_receipt(lock)
         for node_id, (node, indices) in record.nodes.items():
             if tree.nodes.get(node_id) is not node:
                 _fail(f"copy {ticket} writes to node {node_id}, which is gone")

@@ -113,15 +113,15 @@ class HostTierController:
             host, tree = self.host_primary, self.tree
             for node in nodes:
                 if tree.nodes.get(node.id) is node and node.values[host] is None \
-                        and tree.copying_above(node, HOST):
+                        and tree.copies.copying_above(node, HOST):
                     self.due[node.id] = node
 
     def backup(self, nodes: Sequence[Node]) -> CopyRecord | None:
         """Copy the device values ``nodes`` (and their ancestors, see
-        :meth:`TreeCore.backup_plan`) lack on the host; ``None`` when there is nothing to
+        :meth:`CopyPlanner.backup_plan`) lack on the host; ``None`` when there is nothing to
         copy or no host room even after host eviction (then nothing changed but the host
         eviction)."""
-        planned = self.tree.backup_plan(nodes)
+        planned = self.tree.copies.backup_plan(nodes)
         if not planned:
             return None
         sizes = self._sizes(planned)
@@ -182,7 +182,7 @@ class HostTierController:
 
     def prepare_load(self, node: Node, end: int) -> list[int]:
         sizes = [0] * len(self.pools)
-        for current, indices in self.tree.load_plan(node, end):
+        for current, indices in self.tree.copies.load_plan(node, end):
             for index in indices:
                 component = self.tree.components[index]
                 if component.per_token:
@@ -195,7 +195,7 @@ class HostTierController:
              ) -> CopyRecord | None:
         """Revive on device, from the host, what the prefix ending at ``node``'s end needs;
         the batch in flight, ``None`` when nothing is needed (``parts`` freed)."""
-        planned = self.tree.load_plan(node, node.start + node.length)
+        planned = self.tree.copies.load_plan(node, node.start + node.length)
         if not planned:
             self.device.free_all(parts)
             return None
@@ -237,10 +237,10 @@ class HostTierController:
             return None
         tree = self.tree
         for node, index, value in placed:
-            tree.place(node, index, tier, value)
+            tree.copies.place(node, index, tier, value)
         locks = [tree.lock(node) for node, _ in planned]
         record = CopyRecord(ticket, tier, locks, sizes)
-        tree.track(record, planned)
+        tree.copies.track(record, planned)
         self.records[ticket] = record
         self.counters.submitted(tier)
         return record
@@ -271,10 +271,10 @@ class HostTierController:
                 self._take_back(record)
             elif record.tier == HOST:
                 planned = list(record.nodes.values())
-                self.tree.announce(planned, HOST)
+                self.tree.copies.announce(planned, HOST)
                 if self.sink is not None:
                     self.sink.backed_up(planned)
-            self.tree.untrack(record)
+            self.tree.copies.untrack(record)
             for lock in record.locks:
                 self.tree.unlock(lock)
             self.counters.completed(record.tier, record.units, ok)
@@ -286,7 +286,7 @@ class HostTierController:
         # children first: a failed load-back's BlockRemoved events go leaf-first, like eviction's
         for node, indices in sorted(record.nodes.values(), key=lambda entry: -entry[0].start):
             for index in indices:
-                value = self.tree.take_back(node, index, record.tier)
+                value = self.tree.copies.take_back(node, index, record.tier)
                 if value is not None:
                     freed[index].append(value)
         joined = [np.concatenate(parts) if parts else np.zeros(0, np.int64) for parts in freed]

@@ -48,7 +48,7 @@ def host_stats(host: HostTierController, tree: TreeCore) -> HostStats:
     """Read the host tier's ledgers and counters; O(nodes) (the host ``protected``
     ledger is summed on demand)."""
     tier, counters = tree.tiers[HOST], host.counters
-    protected = tree.protected_on(HOST)
+    protected = tree.copies.protected_on(HOST)
     components = {
         component.name: HostComponentStats(
             *ledger_fields(tier, component.index, protected[component.index],

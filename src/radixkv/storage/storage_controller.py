@@ -121,7 +121,7 @@ class StorageTierController:
         hashes."""
         unit, page = self.tree.unit, self.page
         end = len(key) // unit
-        served = self.tree.match_all_tiers(key, namespace)
+        served = self.tree.copies.match_all_tiers(key, namespace)
         start = served.length
         if end - start < max(self.config.prefetch_threshold, page):
             return None
@@ -134,7 +134,7 @@ class StorageTierController:
         lock = None
         if served.node is not None:
             lock = self.tree.lock_match(served)
-            if not self.tree.attachable(lock.node, HOST):
+            if not self.tree.attacher.attachable(lock.node, HOST):
                 self.host.backup([lock.node])
         record = Prefetch(key[: end * unit], namespace, start, keys, lock, tag)
         record.query = self.worker.call(query_job(keys, start // page))  # type: ignore[arg-type]
@@ -210,7 +210,7 @@ class StorageTierController:
 
     def _above_backing_up(self, record: Prefetch) -> bool:
         """Whether the host backup of the prefix above the restore is still in flight."""
-        return record.lock is not None and self.tree.copying_above(record.lock.node, HOST)
+        return record.lock is not None and self.tree.copies.copying_above(record.lock.node, HOST)
 
     def poll(self) -> None:
         """Advance every prefetch (a query answered: reserve and read; reads done: attach),
@@ -273,7 +273,7 @@ class StorageTierController:
             part = slots[(low - planned_low) * rows : (high - planned_low) * rows]
             runs.append((low * page if component.per_token else cut, part))
             used.append(part)
-        attached = self.tree.attach(record.key[: cut * self.tree.unit], record.namespace,
+        attached = self.tree.attacher.attach(record.key[: cut * self.tree.unit], record.namespace,
                                     runs, HOST)
         if not attached.nodes:
             self.counters["not_attached"] += 1
@@ -329,7 +329,7 @@ class StorageTierController:
         lock and its reserved slots match its plan (nothing below L3: no ``reserved``)."""
         for record in self.pending.values():
             if record.lock is not None:
-                self.tree.check_receipt(record.lock)
+                self.tree.locker.check_receipt(record.lock)
             if record.cut is None and record.slots:
                 raise InvariantError(f"prefetch of {record.tag} holds slots before its plan")
 
