@@ -106,7 +106,7 @@ class CacheState:
                             CopyAcks(self._waiting, self._changed, self._end_lease))
         self.lower: tuple[LowerTier, ...] = tiers.lower
         """The tiers below the device, from the device down (:class:`LowerTier`); the
-        life-cycle drives them through this tuple alone."""
+        tier driver drives them through this tuple alone, read here at each use."""
         self.host = tiers.host
         """The host tier, when configured (for callers that read its pools and copies)."""
         self.storage: StorageTierController | None = tiers.storage
