@@ -22,7 +22,7 @@ and the request driver the model and the simulator share)."""
 PACKAGE_CAPS = {
     "radixkv": 500,  # the top-level modules (__init__, cli, errors, ...)
     "bench": 3000,
-    "cache": 2275,
+    "cache": 2425,  # #32: the cache's parts name the references they hold, its verbs are declared
     "components": 1025,
     "core": 2875,  # #32: the tree's parts name the references they hold
     "driver": 225,
@@ -40,7 +40,7 @@ PACKAGE_CAPS = {
 }
 """Per package, the most lines of code it may hold."""
 
-LIBRARY_CAP = 14_325
+LIBRARY_CAP = 14_475
 """The most lines of code of the library (every package but :data:`TOOLS`)."""
 
 

@@ -9,9 +9,11 @@ bytes a token, whole pages, tick + ttl). Nothing past the boundary sees anything
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
+from ..core.keys import Namespace, encode_tokens, validate_namespace
 from ..errors import InvalidArgumentError
 
 
@@ -49,3 +51,17 @@ def as_bool(name: str, value: object) -> bool:
     if isinstance(value, np.bool_):
         return bool(value)
     raise InvalidArgumentError(f"{name} must be a bool, got {value!r}")
+
+
+def request_args(tokens: Any, namespace: Any, priority: int, ttl: int | None
+                 ) -> tuple[bytes, Namespace, int, int | None]:
+    """Validate what a request brings: packed tokens, its namespace, its priority and ttl as
+    Python ints; pure. A function, not a method: one instruction less per admit and insert
+    than a bound method's lookup (bench opcodes)."""
+    packed = encode_tokens(tokens)
+    space = validate_namespace(namespace)
+    if type(priority) is not int:  # bench insert/admit: a plain int takes one test
+        priority = as_int("priority", priority)
+    if ttl is not None:
+        ttl = as_int("ttl", ttl, 0)
+    return packed, space, priority, ttl

@@ -3,7 +3,7 @@ model, then hand tokens and slots to the tree in one insert (the shape of SGLang
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,15 +11,30 @@ from ..core.keys import TOKEN_BYTES, Namespace
 from ..errors import AllocationError, ConfigError, InvalidArgumentError, InvalidSlotsError
 from ..memory import EnginePool, as_slot_array
 from .allocation import Allocation, AllocationState
-from .arguments import as_bool, as_int
-from .cache_base import CacheBase
+from .arguments import as_bool, as_int, request_args
 from .results import PRIMARY
+from .tier_driver import TierDriver
+
+if TYPE_CHECKING:  # the state imports the parts' modules that build its listener
+    from .cache_state import CacheState
 
 __all__ = ["Allocation", "Direct"]
 
 
-class Direct(CacheBase):
-    """allocate → (run the model) → insert, or release."""
+class Direct:
+    """allocate → (run the model) → insert, or release; adopt. Built on the cache's state
+    (the references below) with the :class:`TierDriver` that tells the tiers below the
+    device of what was inserted."""
+
+    def __init__(self, state: CacheState, tiers: TierDriver) -> None:
+        self.tiers = tiers
+        self.page_size, self.tree, self.sides = state.page_size, state.tree, state.sides
+        self.pools, self.pool, self.room = state.pools, state.pool, state.room
+        self.names, self.counters, self.tiered = state.names, state.counters, state.tiered
+        self.detached, self._state, self._owner = state.detached, state._state, state._owner
+        self._allocation_ids, self._allocations = state._allocation_ids, state._allocations
+        # bench insert: the state's bookkeeping bound once (calls cost what self's did)
+        self._needs, self._key, self.pages_for = state._needs, state._key, state.pages_for
 
     def allocate(
         self, num_tokens: int, *, state: bool = False, evict: bool = True
@@ -84,7 +99,7 @@ class Direct(CacheBase):
         :class:`AllocationError` as :meth:`release` does, :class:`InvalidSlotsError` /
         :class:`InvalidSlotsTypeError` (nothing changed) for slots of the wrong type, dtype
         or length, or not held by the caller."""
-        packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
+        packed, space, priority, ttl = request_args(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // TOKEN_BYTES
         allocation = self._held_allocation(slots)
         parts = allocation._parts
@@ -101,8 +116,8 @@ class Direct(CacheBase):
         self._spend(allocation, pages, AllocationState.INSERTED)
         self.pools.free_all(leftovers)
         self.counters["inserted_tokens"] += result.new_length
-        if self.lower:
-            self._after_insert(result.node)
+        if self.tiered:
+            self.tiers.inserted(result.node)
         return cached
 
     def adopt(
@@ -134,7 +149,7 @@ class Direct(CacheBase):
         if type(pool) is not EnginePool or len(self.sides) != 1:
             raise ConfigError("adopt() needs a FULL-only cache on the engine's allocator "
                               "(PrefixCache(config, allocators={'full': allocator}))")
-        packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
+        packed, space, priority, ttl = request_args(tokens, namespace, priority, ttl)
         arr = as_slot_array(slots)
         if len(arr) != len(packed) // TOKEN_BYTES:
             raise InvalidSlotsError(f"{len(arr)} slots for {len(packed) // TOKEN_BYTES} "
@@ -153,8 +168,8 @@ class Direct(CacheBase):
         pool.hold(pages[: (result.length - borrowed) // self.page_size])
         self.pools.free_all(result.freed)
         self.counters["inserted_tokens"] += result.new_length
-        if self.lower:
-            self._after_insert(result.node)
+        if self.tiered:
+            self.tiers.inserted(result.node)
         return result.length
 
     def _check_borrowed(self, key: bytes, space: Namespace, part: np.ndarray,

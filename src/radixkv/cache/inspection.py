@@ -14,7 +14,7 @@ from .lease import Lease
 from .results import CacheStats, ComponentStats
 
 if TYPE_CHECKING:
-    from .cache_base import CacheBase as PrefixCache
+    from .prefix_cache import PrefixCache
 
 COUNTERS = ("matches", "match_tokens", "hit_tokens", "capped_tokens", "admitted", "finished",
             "aborted", "failed", "inserted_tokens", "checkpoints_created", "checkpoints_used")

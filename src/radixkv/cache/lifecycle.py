@@ -2,24 +2,45 @@
 
 from __future__ import annotations
 
-from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..components.request import TokenSide
 from ..core.keys import TOKEN_BYTES, encode_tokens
 from ..core.node import Node
 from ..core.types import TreeInsert, TreeMatch
 from ..errors import EngineError, InvalidArgumentError, LeaseError
-from .arguments import as_bool, as_int, as_optional_int
+from .arguments import as_bool, as_int, as_optional_int, request_args
 from .lease import Lease, LeaseState
 from .load_back import LoadBack
 from .results import PRIMARY
+from .tier_driver import TierDriver
+
+if TYPE_CHECKING:  # the state imports the parts' modules that build its listener
+    from .cache_state import CacheState
 
 
-class Lifecycle(LoadBack):
-    """admit → extend / commit / checkpoint / slide_window → finish or abort."""
+class Lifecycle:
+    """admit → extend / commit / checkpoint / slide_window → finish or abort.
+
+    Built on the cache's state (the references below), with the :class:`LoadBack` admit
+    uses and the :class:`TierDriver` that tells the tiers below the device of what was
+    admitted and inserted."""
+
+    def __init__(self, state: CacheState, load_back: LoadBack, tiers: TierDriver) -> None:
+        self.load_back = load_back
+        self.tiers = tiers
+        self.config, self.page_size = state.config, state.page_size
+        self.tree, self.pools, self.room = state.tree, state.pools, state.room
+        self.sides, self.names = state.sides, state.names
+        self.counters, self.explain, self.tiered = state.counters, state.explain, state.tiered
+        self._state, self._checkpointing = state._state, state._checkpointing
+        self._owner, self._lease_ids, self._leases = \
+            state._owner, state._lease_ids, state._leases
+        # bench admit_finish: the state's bookkeeping bound once (calls cost what self's did)
+        self._needs, self._key, self.pages_for = state._needs, state._key, state.pages_for
+        self._count_match, self._check_active = state._count_match, state._check_active
+        self._end_lease = state._end_lease
 
     # ------------------------------------------------------------------ admission
 
@@ -40,30 +61,28 @@ class Lifecycle(LoadBack):
         Raises :class:`OutOfSlotsError` (nothing changed, not even recency) when even evicting
         everything evictable cannot make room (with a host tier, backups in flight were
         waited for first: their acknowledgements are applied, as a :meth:`poll` would)."""
-        packed, space, priority, ttl = self._request(tokens, namespace, priority, ttl)
+        packed, space, priority, ttl = request_args(tokens, namespace, priority, ttl)
         num_tokens = len(packed) // TOKEN_BYTES
         if type(max_match) is not int or max_match < 0:  # bench sim: a plain int, 2 tests
             max_match = as_optional_int("max_match", max_match, 0)
         if max_match is not None and self.config.bigram:
             max_match += 1  # a bigram spans the next token
         key = self._key(packed, max_match)
-        loading = load_back is not False and as_bool("load_back", load_back) \
-            and len(self.lower) > 0
+        loading = load_back is not False and as_bool("load_back", load_back) and self.tiered
         if loading:
-            for tier in self.lower:  # from the host down: each brings its part up
-                tier.lookup(key, space)
+            self.tiers.lookup(key, space)
         found = self.tree.match(key, space, touch=False)
         device_length, loads = found.length, None
         if loading and found.length < found.branch:
-            found, loads = self._lower_prefix(key, space, found)
+            found, loads = self.load_back.lower_prefix(key, space, found)
         page = self.page_size  # bench admit_finish: pages_for inline (pays for the try below)
         fresh_tokens = -(-(num_tokens - found.length) // page) * page
         needs = self._needs(fresh_tokens, states=1)
-        room = needs if loads is None else self._with_loads(needs, loads)
+        room = needs if loads is None else self.load_back.with_loads(needs, loads)
         self.room.ensure_room(room, found.node, found.length)
         lock = None
         if loads is not None:  # before anything is counted: the engine may refuse the copy
-            lock = self._lock_and_load(found, device_length, loads)
+            lock = self.load_back.lock_and_load(found, device_length, loads)
             if lock is None:  # refused: the host part is a miss, admit what the device holds
                 found = self.tree.match(key, space, touch=False)
                 fresh_tokens = self.pages_for(num_tokens - found.length)
@@ -97,14 +116,14 @@ class Lifecycle(LoadBack):
                     lease.buffers[self._state].copy_from is not None
             self._leases[lease.id] = lease
             counters["admitted"] += 1
-            if self.lower:
+            if self.tiered:
                 self._admitted_with_lower(lease, found)
             return lease
 
     def _admitted_with_lower(self, lease: Lease, found: TreeMatch) -> None:
         if self.tree.copying:
-            self._wait_for_loads(lease, found.path)
-        self._stored(found.path)
+            self.load_back.wait_for_loads(lease, found.path)
+        self.tiers.stored(found.path)
 
     # ------------------------------------------------------------------ running requests
 
@@ -118,7 +137,7 @@ class Lifecycle(LoadBack):
         """
         self._check_active(lease)
         if lease.waiting:
-            self._check_ready(lease)
+            self.load_back.check_ready(lease)
         packed = encode_tokens(tokens)
         start = lease.num_tokens
         end = start + len(packed) // TOKEN_BYTES
@@ -167,7 +186,8 @@ class Lifecycle(LoadBack):
         state component or for a lease still waiting for its load-back,
         :class:`OutOfSlotsError` when no state slot can be freed."""
         self._check_active(lease)
-        self._check_ready(lease)
+        if lease.waiting:
+            self.load_back.check_ready(lease)
         if self._state is None:
             raise LeaseError("this cache has no state component")
         position = as_int("position", position, lease.tree_owned + 1, lease.num_tokens)
@@ -188,7 +208,7 @@ class Lifecycle(LoadBack):
         slots are rewritten to the tree's. Returns how many tokens the tree holds for it."""
         self._check_active(lease)
         if lease.waiting:
-            self._check_ready(lease)
+            self.load_back.check_ready(lease)
         num_tokens = lease.num_tokens
         if length is None:
             length = num_tokens
@@ -225,32 +245,16 @@ class Lifecycle(LoadBack):
         how many of its tokens the tree now holds."""
         self._check_active(lease)
         if lease.waiting:  # bench admit_finish (short, p1): one test, 0.05 -> 0.02 us
-            self._check_ready(lease)
+            self.load_back.check_ready(lease)
         result = self._insert(lease, lease.num_tokens)
         cached = lease.tree_owned if result is None else max(result.length, lease.tree_owned)
-        self._release(lease, cached)
-        self._close(lease, LeaseState.FINISHED, "finished")
+        self._end_lease(lease, cached, LeaseState.FINISHED, "finished")
         return cached
 
     def abort(self, lease: Lease) -> None:
         """Drop an active lease: free every slot it holds and unlock what it borrowed."""
         self._check_active(lease)
-        self._release(lease, lease.tree_owned)
-        self._close(lease, LeaseState.ABORTED, "aborted")
-
-    def _release(self, lease: Lease, cached: int) -> None:
-        """Free what the lease holds beyond the first ``cached`` tokens."""
-        allocated = lease.num_allocated  # bench release (short): no view, 0.78 -> 0.06 us
-        if allocated <= cached and self._token_sides_only:
-            return  # bench admit_finish (short, p1): all the tree's; _release 5.3 -> 0.3 us
-        self.pools.free_all([side.release(buffer, cached, allocated)
-                             for side, buffer in zip(self.sides, lease.buffers)])
-
-    @cached_property
-    def _token_sides_only(self) -> bool:
-        """Whether every request side is a plain :class:`TokenSide` (whose release hands
-        back nothing of a lease the tree holds whole)."""
-        return all(type(side) is TokenSide for side in self.sides)
+        self._end_lease(lease, lease.tree_owned, LeaseState.ABORTED, "aborted")
 
     def _insert(self, lease: Lease, length: int) -> TreeInsert | None:
         """Insert the lease's first ``length`` tokens (whole pages); ``None`` when there is
@@ -274,34 +278,6 @@ class Lifecycle(LoadBack):
             counters["checkpoints_created"] += self.sides[index].after_insert(
                 lease.buffers[index], result.length, result.freed[index])
         counters["inserted_tokens"] += result.new_length
-        if self.lower:
-            self._after_insert(result.node)
+        if self.tiered:
+            self.tiers.inserted(result.node)
         return result
-
-    def _close(self, lease: Lease, state: LeaseState, counter: str) -> None:
-        self._unlock(lease)
-        lease.state = state
-        del self._leases[lease.id]
-        self.counters[counter] += 1
-
-    def _unlock(self, lease: Lease) -> None:
-        if lease.lock is not None:
-            self.tree.unlock(lease.lock)
-            lease.lock = None
-
-    def _check_active(self, lease: Lease) -> None:
-        """Raise :class:`LeaseError` unless ``lease`` is the very object this cache issued
-        and it is active (a copy shares the original's lock and buffers)."""
-        # bench release: one dict get proves owner, liveness and identity at once
-        if type(lease) is not Lease or self._leases.get(lease.id) is not lease:
-            self._refuse_lease(lease)
-
-    def _refuse_lease(self, lease: object) -> None:
-        if not isinstance(lease, Lease):
-            raise LeaseError(f"expected a Lease, got {type(lease).__name__}")
-        if lease.owner is not self._owner:
-            raise LeaseError(f"lease {lease.id} was issued by another cache")
-        if lease.state is not LeaseState.ACTIVE:
-            raise LeaseError(f"lease {lease.id} is {lease.state.value}, not active")
-        raise LeaseError(f"lease {lease.id} is not the lease this cache issued (a copy?)")
-

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import zmq
 
-from ..cache.cache_base import CacheBase
+from ..cache.prefix_cache import PrefixCache
 from ..core.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEvent, has_pages
 from ..errors import ConfigError, InvalidArgumentTypeError, PublisherClosedError
 from .publisher_config import PublisherConfig
@@ -138,7 +138,7 @@ class KVEventPublisher:
 
     # ------------------------------------------------------------------ publishing
 
-    def publish(self, cache: CacheBase) -> list[int]:
+    def publish(self, cache: PrefixCache) -> list[int]:
         """Drain ``cache.take_events()`` and publish them: one batch per scheduler step, or
         none when there are no events. Each AllBlocksCleared starts a new batch, so it is
         the first of the batches after a ``reset()``. When events were lost on the way and
@@ -148,7 +148,7 @@ class KVEventPublisher:
         publisher's thread only when it waits idle.
         Raises :class:`InvalidArgumentTypeError` for a non-cache, and
         :class:`PublisherClosedError` after :meth:`close`."""
-        if self._closed or not isinstance(cache, CacheBase):  # _check() inline
+        if self._closed or not isinstance(cache, PrefixCache):  # _check() inline
             self._check(cache)
         log = cache.tree.log
         dropped = log.dropped_since_take  # read before the drain resets it
@@ -189,7 +189,7 @@ class KVEventPublisher:
         stamp = time.time() if ts is None else float(ts)
         return self._sender.submit(batches, stamp)
 
-    def republish_all(self, cache: CacheBase) -> list[int]:
+    def republish_all(self, cache: PrefixCache) -> list[int]:
         """For a router that lost state: AllBlocksCleared, then every resident FULL page,
         parents first (``republish_chunk`` events a batch). Events still queued in the
         cache are dropped first; the snapshot already reflects them. Cost on this thread:
@@ -215,7 +215,7 @@ class KVEventPublisher:
 
     def _check(self, cache: object) -> None:
         self._check_open()
-        if not isinstance(cache, CacheBase):
+        if not isinstance(cache, PrefixCache):
             raise InvalidArgumentTypeError(f"expected a PrefixCache, got {cache!r:.80}")
 
     def _check_open(self) -> None:

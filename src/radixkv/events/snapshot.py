@@ -11,11 +11,11 @@ from ..core.keys import unpack_tokens
 from ..core.tiers import DEVICE, HOST
 
 if TYPE_CHECKING:
-    from ..cache.cache_base import CacheBase
+    from ..cache.prefix_cache import PrefixCache
     from ..core.node import Node
     from ..core.tree import TreeCore
 
-def resident_pages(cache: CacheBase) -> Iterator[BlockStored]:
+def resident_pages(cache: PrefixCache) -> Iterator[BlockStored]:
     """One BlockStored per node and tier on which it holds the value of a publishing
     component (FULL, by default): the device's medium, and with a host tier ``CPU`` for
     host values whose backup was acknowledged (one still in flight is announced at its

@@ -22,8 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from ..cache.cache_base import CacheBase
-from ..cache.polling import Polling
+from ..cache.prefix_cache import PrefixCache
 from ..errors import ConfigError, InvalidArgumentTypeError
 from .publisher import KVEventPublisher
 from .publisher_config import PublisherConfig
@@ -51,7 +50,7 @@ class StorageEventPublisher(KVEventPublisher):
             options = {"endpoint": STORAGE_ENDPOINT, "topic": STORAGE_TOPIC} | options
         super().__init__(config, **options)
 
-    def publish(self, cache: CacheBase) -> list[int]:
+    def publish(self, cache: PrefixCache) -> list[int]:
         """Drain ``cache.take_storage_events()`` and publish them as one batch (none when
         there are none); returns the sequence numbers used. Cost on this thread:
         O(events). Events the cache's full storage event queue discarded are counted in
@@ -59,7 +58,7 @@ class StorageEventPublisher(KVEventPublisher):
         :class:`InvalidArgumentTypeError` for a non-cache and :class:`PublisherClosedError`
         after :meth:`close`; never for the network."""
         self._check(cache)
-        if not isinstance(cache, Polling):
+        if not isinstance(cache, PrefixCache):
             raise InvalidArgumentTypeError(f"expected a PrefixCache, got {cache!r:.80}")
         self._sender.take_resync()  # nothing to resync from: a lost batch stays lost
         storage = cache.storage
@@ -73,7 +72,7 @@ class StorageEventPublisher(KVEventPublisher):
                             "CacheConfig.event_queue_limit or publish more often)", dropped)
         return self.publish_events(events)
 
-    def republish_all(self, cache: CacheBase) -> list[int]:
+    def republish_all(self, cache: PrefixCache) -> list[int]:
         """Always raises :class:`ConfigError`: no engine can list what a shared store
         holds (routers recover by replay, within ``buffer_steps`` batches)."""
         raise ConfigError("a storage event stream cannot be republished: the shared store "

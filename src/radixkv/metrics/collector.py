@@ -10,7 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from ..cache.cache_base import CacheBase
+from ..cache.prefix_cache import PrefixCache
 from ..errors import InvalidArgumentTypeError
 from .names import (
     CACHE_METRICS,
@@ -42,9 +42,9 @@ class CacheCollector(Collector):
     ``publisher`` that is no KV event publisher (it must have ``stats()``).
     """
 
-    def __init__(self, cache: CacheBase, publisher: KVEventPublisher | None = None, *,
+    def __init__(self, cache: PrefixCache, publisher: KVEventPublisher | None = None, *,
                  preset_name: str = "vllm", labels: Mapping[str, str] | None = None) -> None:
-        if not isinstance(cache, CacheBase):
+        if not isinstance(cache, PrefixCache):
             raise InvalidArgumentTypeError(f"expected a PrefixCache, got {cache!r:.80}")
         # duck-typed: importing the publisher's class would need the `events` extra
         if publisher is not None and not callable(getattr(publisher, "stats", None)):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from ..cache.cache_base import CacheBase
+from ..cache.prefix_cache import PrefixCache
 from ..cache.results import CacheStats
 from ..errors import ConfigError, InvalidArgumentTypeError
 
@@ -24,9 +24,9 @@ class StatsLogger:
     ``logging.Logger`` or ``LoggerAdapter``. Raises :class:`ConfigError` for an unknown
     level name or a bad ``every``, :class:`InvalidArgumentTypeError` for a wrong type."""
 
-    def __init__(self, cache: CacheBase, every: int = 100, level: int | str = logging.INFO,
+    def __init__(self, cache: PrefixCache, every: int = 100, level: int | str = logging.INFO,
                  logger: logging.Logger | logging.LoggerAdapter[logging.Logger] = log) -> None:
-        if not isinstance(cache, CacheBase):
+        if not isinstance(cache, PrefixCache):
             raise InvalidArgumentTypeError(f"expected a PrefixCache, got {cache!r:.80}")
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ConfigError(f"every must be an int >= 1, got {every!r}")
