@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
+from ..core.bound_verbs import refuse_hiding
 from ..core.events import KVEvent
 from ..core.keys import DEFAULT_NAMESPACE, TOKEN_BYTES, Namespace, encode_tokens, validate_namespace
 from ..core.node import Node
@@ -90,13 +91,9 @@ class PrefixCache(CacheState):
     """The parts' methods a cache binds under its own names at construction."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
-        """Refuse a subclass that defines a bound verb: the instance's binding would hide
-        it, so it would never run (change the part instead)."""
+        """Refuse a subclass that defines a bound verb (see :func:`refuse_hiding`)."""
         super().__init_subclass__(**kwargs)
-        hidden = [name for name in PrefixCache.BOUND_VERBS if name in vars(cls)]
-        if hidden:
-            raise TypeError(f"{cls.__name__} defines {', '.join(hidden)}: a cache binds its "
-                            "parts' methods under these names, so it would never be called")
+        refuse_hiding(cls, PrefixCache.BOUND_VERBS, "cache")
 
     def __init__(self, config: CacheConfig, copy_engine: CopyEngine | None = None,
                  storage: StorageBackend | None = None, *,

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import InvalidSlotsError
 from .attach import Attacher
+from .bound_verbs import refuse_hiding
 from .copy_plans import CopyPlanner
 from .events import AllBlocksCleared, KVEvent
 from .eviction import Evictor
@@ -57,13 +58,9 @@ class TreeCore(TreeState):
     """The parts' methods a tree binds under its own names at construction."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
-        """Refuse a subclass that defines a bound verb: the instance's binding would hide
-        it, so it would never run (change the part instead)."""
+        """Refuse a subclass that defines a bound verb (see :func:`refuse_hiding`)."""
         super().__init_subclass__(**kwargs)
-        hidden = [name for name in TreeCore.BOUND_VERBS if name in vars(cls)]
-        if hidden:
-            raise TypeError(f"{cls.__name__} defines {', '.join(hidden)}: a tree binds its "
-                            "parts' methods under these names, so it would never be called")
+        refuse_hiding(cls, TreeCore.BOUND_VERBS, "tree")
 
     def __init__(self, config: TreeConfig, components: Sequence[Component]) -> None:
         super().__init__(config, components)
