@@ -90,7 +90,7 @@ class TierDriver:
         sees them."""
         state = self.state
         events, state.closing_events = state.closing_events, []
-        for tier in self.state.lower:
+        for tier in state.lower:
             events += tier.take_events()
         return events
 
